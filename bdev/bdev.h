@@ -1,0 +1,200 @@
+/*
+ * bdev.h - the block I/O layer.
+ *
+ * Every byte miscfs reads from or writes to its image goes through a
+ * struct bdev: a small ops table plus the device's geometry.  Three
+ * backends sit behind it:
+ *
+ *   io_uring  batched asynchronous submission (the normal case),
+ *   pread     plain pread/pwrite, used only when io_uring cannot be set up,
+ *   mem       an in-memory test device that fails chosen ranges with EIO,
+ *             records every write and flush in order, and simulates a
+ *             power cut (lose all writes since the last flush, or a random
+ *             subset of them).
+ *
+ * Requests are asynchronous: bdev_submit() queues a batch and returns; each
+ * request's end_io runs exactly once, on any thread, possibly before
+ * bdev_submit() returns.  A short transfer is never reported as success:
+ * the backend continues it until it is complete or fails.  The synchronous
+ * helpers (bdev_read, bdev_write, bdev_submit_wait ...) are built on that.
+ *
+ * Alignment: offsets and segment lengths are multiples of bd->block_size,
+ * segment addresses are multiples of bd->dma_align.  bdev_alloc_buf()
+ * returns suitably aligned memory.  Misaligned requests fail with -EINVAL.
+ *
+ * Durability: bdev_flush() makes every write that has *completed* before
+ * the call durable.  Writes still in flight are not covered; callers that
+ * need ordering wait for completion first, then flush.
+ *
+ * Errors are negative errno values.
+ */
+#ifndef MISCFS_BDEV_H
+#define MISCFS_BDEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct bdev;
+struct bdev_req;
+
+enum bdev_op {
+	BDEV_OP_READ,
+	BDEV_OP_WRITE,
+};
+
+typedef void (*bdev_end_io_fn)(struct bdev_req *req);
+
+struct bdev_req {
+	enum bdev_op op;
+	uint64_t off;             /* byte offset on the device */
+	struct iovec *iov;        /* the segments, in order */
+	unsigned int iovcnt;
+	int result;               /* 0 or -errno, valid in end_io */
+	bdev_end_io_fn end_io;    /* may be NULL (fire and forget) */
+	void *private;            /* the submitter's */
+
+	/* backend state: bdev_req_init() clears it */
+	size_t done;              /* bytes transferred so far */
+	struct iovec one;         /* storage for a single-buffer request */
+};
+
+/* A single-buffer request; @buf stays owned by the caller. */
+void bdev_req_init(struct bdev_req *req, enum bdev_op op, uint64_t off,
+		   void *buf, size_t len);
+/* A vectored request; @iov must stay valid until end_io. */
+void bdev_req_initv(struct bdev_req *req, enum bdev_op op, uint64_t off,
+		    struct iovec *iov, unsigned int iovcnt);
+/* Total length of a request's segments. */
+size_t bdev_req_len(const struct bdev_req *req);
+
+struct bdev_ops {
+	const char *name;
+	int (*submit)(struct bdev *bd, struct bdev_req **reqs, unsigned int n);
+	int (*flush)(struct bdev *bd);
+	void (*close)(struct bdev *bd);
+};
+
+/* Counters kept by every backend. */
+struct bdev_stats {
+	uint64_t reads, writes, flushes;   /* requests */
+	uint64_t read_bytes, write_bytes;
+	uint64_t submits;                  /* submission calls (batches) */
+	uint64_t retries;                  /* short I/O continuations, EAGAIN */
+};
+
+struct bdev {
+	const struct bdev_ops *ops;
+	uint64_t size;            /* bytes, a multiple of block_size */
+	uint32_t block_size;      /* I/O granularity, a power of two >= 512 */
+	uint32_t dma_align;       /* required buffer alignment */
+	bool direct;              /* O_DIRECT is in use */
+	bool read_only;
+	int fd;                   /* the open image, -1 for the memory device;
+	                             the page cache mmaps reserved regions of it */
+	char *path;               /* NULL for the memory device */
+	struct bdev_stats stats;  /* updated with __atomic builtins; read them
+	                             through bdev_get_stats() */
+};
+
+struct bdev_open_opts {
+	uint32_t block_size;      /* 0: 1024 */
+	unsigned int queue_depth; /* io_uring entries; 0: 64 */
+	bool read_only;
+	bool no_uring;            /* force the pread backend */
+	bool no_direct;           /* never use O_DIRECT */
+};
+
+/*
+ * Open an image file or block device.  Tries io_uring first and falls back
+ * to pread/pwrite with one log line saying why.  O_DIRECT is used when the
+ * target accepts it at this block size; the choice is logged once.
+ */
+int bdev_open(const char *path, const struct bdev_open_opts *opts,
+	      struct bdev **out);
+int bdev_open_uring(const char *path, const struct bdev_open_opts *opts,
+		    struct bdev **out);
+int bdev_open_pread(const char *path, const struct bdev_open_opts *opts,
+		    struct bdev **out);
+
+/* Queue a batch; end_io reports each request.  Returns 0 or -errno for
+ * requests that could not even be queued (their end_io is not called). */
+int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n);
+/* Submit a batch and wait for all of it; returns the first error. */
+int bdev_submit_wait(struct bdev *bd, struct bdev_req **reqs, unsigned int n);
+
+int bdev_read(struct bdev *bd, uint64_t off, void *buf, size_t len);
+int bdev_write(struct bdev *bd, uint64_t off, const void *buf, size_t len);
+int bdev_writev(struct bdev *bd, uint64_t off, const struct iovec *iov,
+		unsigned int iovcnt);
+int bdev_flush(struct bdev *bd);
+void bdev_close(struct bdev *bd);
+
+static inline uint64_t bdev_size(const struct bdev *bd) { return bd->size; }
+static inline uint32_t bdev_block_size(const struct bdev *bd) { return bd->block_size; }
+
+/* Memory aligned for any backend (4096 bytes); free with bdev_free_buf(). */
+void *bdev_alloc_buf(size_t len);
+void bdev_free_buf(void *buf);
+
+/* ---- the in-memory test device ----------------------------------------- */
+
+/* Ops that bdev_mem_fail() can target. */
+#define BDEV_MEM_FAIL_READ   0x1u
+#define BDEV_MEM_FAIL_WRITE  0x2u
+#define BDEV_MEM_FAIL_FLUSH  0x4u
+
+enum bdev_mem_cut {
+	BDEV_CUT_LOSE_ALL,     /* every write since the last flush is lost */
+	BDEV_CUT_RANDOM,       /* each such write survives or not, by seed */
+	BDEV_CUT_RANDOM_TORN,  /* as RANDOM, and a survivor may be torn at a
+	                          512-byte sector boundary */
+};
+
+/* One entry of the write log. */
+struct bdev_mem_log_entry {
+	uint64_t seq;          /* position in the log, from 0 */
+	bool flush;            /* a completed flush; off/len/data unused */
+	uint64_t off;
+	size_t len;
+	const void *data;      /* the bytes written (owned by the device) */
+};
+
+/* A zero-filled device of @size bytes. */
+int bdev_mem_create(uint64_t size, uint32_t block_size, struct bdev **out);
+/* A device holding a copy of an image file. */
+int bdev_mem_load(const char *path, uint32_t block_size, struct bdev **out);
+/* Write the device's current contents to a file. */
+int bdev_mem_save(struct bdev *bd, const char *path);
+
+/* Fail @ops on any request touching [off, off+len) with -EIO; len 0
+ * clears every fault. */
+int bdev_mem_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops);
+
+/* Record every write and flush from now on (off by default). */
+void bdev_mem_record(struct bdev *bd, bool on);
+size_t bdev_mem_log_count(struct bdev *bd);
+const struct bdev_mem_log_entry *bdev_mem_log(struct bdev *bd, size_t i);
+
+/* Cut the power: writes since the last completed flush are lost, or kept
+ * by a seeded random choice.  The device stays usable (as after a reboot). */
+void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed);
+
+/*
+ * A new device in the state a power cut would leave if it struck after the
+ * first @prefix entries of @bd's log: the state recording started from, plus
+ * every write up to the last flush within the prefix, plus the writes after
+ * that flush chosen by @mode and @seed.  This lets a crash test replay any
+ * prefix of one recorded workload.
+ */
+int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
+			 uint64_t seed, struct bdev **out);
+
+/* Direct access to the current contents (tests only). */
+void *bdev_mem_data(struct bdev *bd);
+
+/* A consistent-enough snapshot of bd->stats. */
+void bdev_get_stats(struct bdev *bd, struct bdev_stats *st);
+
+#endif /* MISCFS_BDEV_H */

@@ -1,0 +1,183 @@
+/*
+ * format.c - checksums and geometry of the on-disk format.
+ *
+ * Everything here is pure arithmetic over structures already in memory,
+ * so mkfs, the daemon, fsck and the debug tool share one definition.
+ */
+#include "mfs.h"
+
+#include <xxhash.h>
+
+uint32_t mfs_csum(uint64_t seed, uint64_t salt, const void *buf, size_t len)
+{
+	return (uint32_t)XXH3_64bits_withSeed(buf, len, seed + salt);
+}
+
+static uint64_t seed_of(const struct mfs_super *sb)
+{
+	return le64toh(sb->s_csum_seed);
+}
+
+uint32_t mfs_sb_csum(const struct mfs_super *sb)
+{
+	return mfs_csum(0, 0, sb, offsetof(struct mfs_super, s_checksum));
+}
+
+void mfs_sb_set_csum(struct mfs_super *sb)
+{
+	sb->s_checksum = htole32(mfs_sb_csum(sb));
+}
+
+uint32_t mfs_gdesc_csum(const struct mfs_super *sb, uint32_t group,
+			const struct mfs_group_desc *gd)
+{
+	return mfs_csum(seed_of(sb), MFS_SALT(MFS_CSUM_GDESC, group), gd,
+			offsetof(struct mfs_group_desc, bg_checksum));
+}
+
+uint32_t mfs_bitmap_csum(const struct mfs_super *sb, unsigned kind,
+			 uint32_t group, const void *bitmap)
+{
+	return mfs_csum(seed_of(sb), MFS_SALT(kind, group), bitmap,
+			mfs_block_size(sb));
+}
+
+uint32_t mfs_inode_csum(const struct mfs_super *sb, uint32_t ino,
+			const struct mfs_inode *inode)
+{
+	return mfs_csum(seed_of(sb), MFS_SALT(MFS_CSUM_INODE, ino), inode,
+			offsetof(struct mfs_inode, i_checksum));
+}
+
+/* Directory blocks keep their checksum in the 12-byte tail; the others in
+ * their last 4 bytes.  Either way it is the block's last 4 bytes. */
+uint32_t mfs_block_csum(const struct mfs_super *sb, unsigned kind,
+			uint64_t id, const void *block)
+{
+	return mfs_csum(seed_of(sb), MFS_SALT(kind, id), block,
+			mfs_block_size(sb) - 4);
+}
+
+static uint32_t *block_csum_slot(const struct mfs_super *sb, const void *block)
+{
+	return (uint32_t *)((char *)block + mfs_block_size(sb) - 4);
+}
+
+void mfs_block_set_csum(const struct mfs_super *sb, unsigned kind,
+			uint64_t id, void *block)
+{
+	*block_csum_slot(sb, block) = htole32(mfs_block_csum(sb, kind, id, block));
+}
+
+bool mfs_block_csum_ok(const struct mfs_super *sb, unsigned kind,
+		       uint64_t id, const void *block)
+{
+	return le32toh(*block_csum_slot(sb, block)) ==
+	       mfs_block_csum(sb, kind, id, block);
+}
+
+/* Groups 0 and 1 and the powers of 3, 5 and 7 keep a superblock copy. */
+static bool is_power_of(uint32_t n, uint32_t base)
+{
+	while (n > 1 && n % base == 0)
+		n /= base;
+	return n == 1;
+}
+
+bool mfs_group_has_super(uint32_t group)
+{
+	if (group <= 1)
+		return true;
+	return is_power_of(group, 3) || is_power_of(group, 5) ||
+	       is_power_of(group, 7);
+}
+
+uint64_t mfs_group_first_block(const struct mfs_super *sb, uint32_t group)
+{
+	return le32toh(sb->s_first_data_block) +
+	       (uint64_t)group * le32toh(sb->s_blocks_per_group);
+}
+
+uint32_t mfs_group_nblocks(const struct mfs_super *sb, uint32_t group)
+{
+	uint64_t first = mfs_group_first_block(sb, group);
+	uint64_t end = le64toh(sb->s_blocks_count);
+	uint32_t bpg = le32toh(sb->s_blocks_per_group);
+
+	if (first >= end)
+		return 0;
+	return end - first < bpg ? (uint32_t)(end - first) : bpg;
+}
+
+uint32_t mfs_group_super_blocks(const struct mfs_super *sb, uint32_t group)
+{
+	if (!mfs_group_has_super(group))
+		return 0;
+	return 1u + le16toh(sb->s_gdt_blocks);
+}
+
+uint32_t mfs_itable_blocks(const struct mfs_super *sb)
+{
+	uint64_t bytes = (uint64_t)le32toh(sb->s_inodes_per_group) * MFS_INODE_SIZE;
+
+	return (uint32_t)((bytes + mfs_block_size(sb) - 1) / mfs_block_size(sb));
+}
+
+uint64_t mfs_gdesc_block(const struct mfs_super *sb, uint32_t group,
+			 uint32_t *offset)
+{
+	uint32_t per_block = mfs_block_size(sb) / MFS_DESC_SIZE;
+
+	*offset = (group % per_block) * MFS_DESC_SIZE;
+	return le32toh(sb->s_first_data_block) + 1 + group / per_block;
+}
+
+uint64_t mfs_inode_block(const struct mfs_super *sb, uint64_t itable,
+			 uint32_t ino, uint32_t *offset)
+{
+	uint32_t index = (ino - 1) % le32toh(sb->s_inodes_per_group);
+	uint32_t per_block = mfs_block_size(sb) / MFS_INODE_SIZE;
+
+	*offset = (index % per_block) * MFS_INODE_SIZE;
+	return itable + index / per_block;
+}
+
+int mfs_block_to_path(uint32_t apb, uint64_t lblk, uint32_t offsets[4])
+{
+	uint64_t apb2 = (uint64_t)apb * apb;
+
+	if (lblk < MFS_NDIR_BLOCKS) {
+		offsets[0] = (uint32_t)lblk;
+		return 1;
+	}
+	lblk -= MFS_NDIR_BLOCKS;
+	if (lblk < apb) {
+		offsets[0] = MFS_IND_BLOCK;
+		offsets[1] = (uint32_t)lblk;
+		return 2;
+	}
+	lblk -= apb;
+	if (lblk < apb2) {
+		offsets[0] = MFS_DIND_BLOCK;
+		offsets[1] = (uint32_t)(lblk / apb);
+		offsets[2] = (uint32_t)(lblk % apb);
+		return 3;
+	}
+	lblk -= apb2;
+	if (lblk < apb2 * apb) {
+		offsets[0] = MFS_TIND_BLOCK;
+		offsets[1] = (uint32_t)(lblk / apb2);
+		offsets[2] = (uint32_t)(lblk / apb % apb);
+		offsets[3] = (uint32_t)(lblk % apb);
+		return 4;
+	}
+	return 0;
+}
+
+uint64_t mfs_max_file_size(uint32_t block_size)
+{
+	uint64_t apb = mfs_addr_per_block(block_size);
+	uint64_t blocks = MFS_NDIR_BLOCKS + apb + apb * apb + apb * apb * apb;
+
+	return blocks * block_size;
+}

@@ -1,0 +1,139 @@
+/*
+ * mfs.h - the miscfs filesystem layer's public header.
+ *
+ * It gives the tools (mkfs.miscfs, miscfs-debug, fsck.miscfs) and the
+ * daemon the on-disk format (mfs_format.h), its checksums and geometry,
+ * and the calls that create and read a filesystem.
+ */
+#ifndef MISCFS_MFS_H
+#define MISCFS_MFS_H
+
+#include <endian.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bdev.h"
+#include "mfs_format.h"
+
+/* ---- checksums ----------------------------------------------------------- */
+
+/* Low 32 bits of XXH3-64 over @buf with seed @seed + @salt. */
+uint32_t mfs_csum(uint64_t seed, uint64_t salt, const void *buf, size_t len);
+
+uint32_t mfs_sb_csum(const struct mfs_super *sb);
+void mfs_sb_set_csum(struct mfs_super *sb);
+uint32_t mfs_gdesc_csum(const struct mfs_super *sb, uint32_t group,
+			const struct mfs_group_desc *gd);
+uint32_t mfs_bitmap_csum(const struct mfs_super *sb, unsigned kind,
+			 uint32_t group, const void *bitmap);
+uint32_t mfs_inode_csum(const struct mfs_super *sb, uint32_t ino,
+			const struct mfs_inode *inode);
+/* Checksums of whole blocks whose last 4 bytes (indirect, xattr, region
+ * table) or last 12 bytes (directory tail) hold the checksum. */
+uint32_t mfs_block_csum(const struct mfs_super *sb, unsigned kind,
+			uint64_t id, const void *block);
+void mfs_block_set_csum(const struct mfs_super *sb, unsigned kind,
+			uint64_t id, void *block);
+bool mfs_block_csum_ok(const struct mfs_super *sb, unsigned kind,
+		       uint64_t id, const void *block);
+
+/* ---- geometry ------------------------------------------------------------ */
+
+static inline uint32_t mfs_block_size(const struct mfs_super *sb)
+{
+	return 1024u << le32toh(sb->s_log_block_size);
+}
+
+/* Block pointers an indirect block holds (the last slot is a checksum). */
+static inline uint32_t mfs_addr_per_block(uint32_t block_size)
+{
+	return block_size / 4 - 1;
+}
+
+bool mfs_group_has_super(uint32_t group);
+uint64_t mfs_group_first_block(const struct mfs_super *sb, uint32_t group);
+/* Blocks in @group (the last one may be short). */
+uint32_t mfs_group_nblocks(const struct mfs_super *sb, uint32_t group);
+/* Blocks at the start of @group taken by a superblock and descriptor copy. */
+uint32_t mfs_group_super_blocks(const struct mfs_super *sb, uint32_t group);
+uint32_t mfs_itable_blocks(const struct mfs_super *sb);
+/* Device block and byte offset in it of the descriptor of @group in the
+ * primary table. */
+uint64_t mfs_gdesc_block(const struct mfs_super *sb, uint32_t group,
+			 uint32_t *offset);
+/* Device block and byte offset of inode @ino, given its group's table. */
+uint64_t mfs_inode_block(const struct mfs_super *sb, uint64_t itable,
+			 uint32_t ino, uint32_t *offset);
+
+/*
+ * Split logical block @lblk of a block map into the indexes of each level:
+ * returns the depth (1 direct, 2 single, 3 double, 4 triple indirect) and
+ * fills @offsets, or 0 if @lblk is beyond the largest file.
+ */
+int mfs_block_to_path(uint32_t addr_per_block, uint64_t lblk,
+		      uint32_t offsets[4]);
+/* Largest file size in bytes for a block size. */
+uint64_t mfs_max_file_size(uint32_t block_size);
+
+/* ---- superblock ---------------------------------------------------------- */
+
+/*
+ * Check a superblock as read from disk: magic, checksum, and that its
+ * geometry is self-consistent and fits @device_bytes (0: unknown).
+ * Returns 0 or -EUCLEAN with the reason in @why.
+ */
+int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
+		 char *why, size_t whylen);
+
+/*
+ * Read the primary superblock of @bd; when it is damaged, find the first
+ * good backup (in groups 1, 3, 5, 7, 9, 25, ... for each block size) and
+ * say so in the log.  @copy_group gets the group the copy came from
+ * (0 for the primary).  @bd may have any block size up to 1024.
+ */
+int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group);
+
+/* ---- mkfs ---------------------------------------------------------------- */
+
+#define MFS_MAX_REGIONS_ARG 64
+
+struct mfs_region_spec {
+	char name[MFS_REGION_NAME_LEN];
+	uint64_t bytes;
+};
+
+struct mfs_mkfs_opts {
+	uint32_t block_size;         /* 1024, 2048 or 4096; 0: 4096 */
+	uint32_t inodes;             /* 0: from bytes_per_inode */
+	uint32_t bytes_per_inode;    /* 0: 16384 (4096 below 512 MiB) */
+	uint64_t journal_bytes;      /* 0: default by size */
+	char label[MFS_LABEL_LEN + 1];
+	uint8_t uuid[16];
+	bool uuid_set;               /* else random */
+	unsigned int nregions;
+	struct mfs_region_spec regions[MFS_MAX_REGIONS_ARG];
+	bool zeroed;                 /* the device is known to read zero */
+	int64_t now;                 /* creation time; 0: time(NULL) */
+	uint64_t csum_seed;          /* 0: random */
+};
+
+/* Smallest device, in bytes, on which mkfs can build a filesystem with
+ * these options (regions included). */
+uint64_t mfs_mkfs_min_bytes(const struct mfs_mkfs_opts *opts);
+
+/*
+ * Build a filesystem over the whole of @bd (whose block size must equal
+ * opts->block_size).  Returns 0, or -errno after logging one line that
+ * names the problem (-ENOSPC: too small, -EINVAL: bad option).
+ */
+int mfs_mkfs(struct bdev *bd, const struct mfs_mkfs_opts *opts);
+
+/* ---- printing (miscfs-debug) --------------------------------------------- */
+
+void mfs_sb_print(const struct mfs_super *sb, FILE *out);
+void mfs_gdesc_print(uint32_t group, const struct mfs_group_desc *gd, FILE *out);
+void mfs_inode_print(uint32_t ino, const struct mfs_inode *inode, FILE *out);
+const char *mfs_ft_name(unsigned file_type);
+
+#endif /* MISCFS_MFS_H */

@@ -1,0 +1,202 @@
+/*
+ * super.c - checking and finding the superblock.
+ *
+ * The primary copy lives at byte 1024.  When it is damaged, the backups
+ * in the sparse groups are tried for every block size, because a damaged
+ * primary cannot be trusted to say what the block size is.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "util.h"
+
+static int bad(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bad(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -EUCLEAN;
+}
+
+static int check_identity(const struct mfs_super *sb, char *why, size_t len)
+{
+	if (le32toh(sb->s_magic) != MFS_MAGIC)
+		return bad(why, len, "superblock: bad magic 0x%08" PRIx32
+			   " (expected 0x%08x)", le32toh(sb->s_magic), MFS_MAGIC);
+	if (le32toh(sb->s_checksum) != mfs_sb_csum(sb))
+		return bad(why, len, "superblock: checksum mismatch (stored 0x%08"
+			   PRIx32 ", computed 0x%08" PRIx32 ")",
+			   le32toh(sb->s_checksum), mfs_sb_csum(sb));
+	if (le32toh(sb->s_rev_level) != MFS_REV_LEVEL)
+		return bad(why, len, "superblock: revision %" PRIu32 " unknown",
+			   le32toh(sb->s_rev_level));
+	if (le32toh(sb->s_log_block_size) > MFS_MAX_BLOCK_LOG - MFS_MIN_BLOCK_LOG)
+		return bad(why, len, "superblock: block size log %" PRIu32
+			   " out of range", le32toh(sb->s_log_block_size));
+	if (le16toh(sb->s_inode_size) != MFS_INODE_SIZE ||
+	    le16toh(sb->s_desc_size) != MFS_DESC_SIZE)
+		return bad(why, len, "superblock: inode size %u / descriptor size %u"
+			   " unsupported", le16toh(sb->s_inode_size),
+			   le16toh(sb->s_desc_size));
+	return 0;
+}
+
+static int check_groups(const struct mfs_super *sb, char *why, size_t len)
+{
+	uint32_t bs = mfs_block_size(sb);
+	uint32_t bpg = le32toh(sb->s_blocks_per_group);
+	uint32_t ipg = le32toh(sb->s_inodes_per_group);
+	uint32_t fdb = le32toh(sb->s_first_data_block);
+	uint64_t blocks = le64toh(sb->s_blocks_count);
+	uint64_t groups;
+
+	if (fdb != (bs == 1024 ? 1u : 0u))
+		return bad(why, len, "superblock: first data block %" PRIu32
+			   " wrong for %" PRIu32 "-byte blocks", fdb, bs);
+	if (bpg < 8 || bpg > 8 * bs || bpg % 8)
+		return bad(why, len, "superblock: %" PRIu32 " blocks per group", bpg);
+	if (ipg == 0 || ipg > 8 * bs || ipg % (bs / MFS_INODE_SIZE))
+		return bad(why, len, "superblock: %" PRIu32 " inodes per group", ipg);
+	if (blocks <= fdb || blocks > UINT32_MAX)
+		return bad(why, len, "superblock: block count %" PRIu64, blocks);
+	groups = (blocks - fdb + bpg - 1) / bpg;
+	if (groups != le32toh(sb->s_groups_count))
+		return bad(why, len, "superblock: %" PRIu32 " groups recorded, %"
+			   PRIu64 " computed", le32toh(sb->s_groups_count), groups);
+	if ((uint64_t)ipg * groups != le32toh(sb->s_inodes_count))
+		return bad(why, len, "superblock: inode count %" PRIu32
+			   " is not groups x inodes per group",
+			   le32toh(sb->s_inodes_count));
+	if (le16toh(sb->s_gdt_blocks) != (groups * MFS_DESC_SIZE + bs - 1) / bs)
+		return bad(why, len, "superblock: %u descriptor blocks for %" PRIu64
+			   " groups", le16toh(sb->s_gdt_blocks), groups);
+	return 0;
+}
+
+static int check_counts(const struct mfs_super *sb, uint64_t device_bytes,
+			char *why, size_t len)
+{
+	uint32_t bs = mfs_block_size(sb);
+	uint64_t blocks = le64toh(sb->s_blocks_count);
+	uint64_t dev_blocks = le64toh(sb->s_device_blocks);
+	uint64_t rstart = le64toh(sb->s_regions_start);
+
+	if (le64toh(sb->s_free_blocks_count) > blocks ||
+	    le32toh(sb->s_free_inodes_count) > le32toh(sb->s_inodes_count))
+		return bad(why, len, "superblock: free counts exceed totals");
+	if (rstart < blocks || dev_blocks < rstart)
+		return bad(why, len, "superblock: region area %" PRIu64 "..%" PRIu64
+			   " overlaps the groups", rstart, dev_blocks);
+	if (device_bytes && dev_blocks > device_bytes / bs)
+		return bad(why, len, "superblock: filesystem of %" PRIu64
+			   " blocks is larger than the device (%" PRIu64 " blocks)",
+			   dev_blocks, device_bytes / bs);
+	if (le32toh(sb->s_first_ino) != MFS_FIRST_INO ||
+	    le32toh(sb->s_inodes_count) < MFS_FIRST_INO)
+		return bad(why, len, "superblock: first inode %" PRIu32 " / %" PRIu32
+			   " inodes", le32toh(sb->s_first_ino),
+			   le32toh(sb->s_inodes_count));
+	if (le32toh(sb->s_region_count) &&
+	    le64toh(sb->s_region_table) >= blocks)
+		return bad(why, len, "superblock: region table at block %" PRIu64
+			   " outside the filesystem", le64toh(sb->s_region_table));
+	return 0;
+}
+
+int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
+		 char *why, size_t whylen)
+{
+	int err = check_identity(sb, why, whylen);
+
+	if (!err)
+		err = check_groups(sb, why, whylen);
+	if (!err)
+		err = check_counts(sb, device_bytes, why, whylen);
+	return err;
+}
+
+/* Read a superblock copy at byte @off into @sb. */
+static int read_copy(struct bdev *bd, uint64_t off, struct mfs_super *sb)
+{
+	void *buf = bdev_alloc_buf(MFS_SB_SIZE);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = bdev_read(bd, off, buf, MFS_SB_SIZE);
+	if (!err)
+		memcpy(sb, buf, MFS_SB_SIZE);
+	bdev_free_buf(buf);
+	return err;
+}
+
+/* The next group after @g that holds a backup (1, 3, 5, 7, 9, 25, ...). */
+static uint32_t next_backup_group(uint32_t g)
+{
+	do
+		g++;
+	while (!mfs_group_has_super(g));
+	return g;
+}
+
+static int try_backups(struct bdev *bd, struct mfs_super *sb, uint32_t *copy)
+{
+	char why[160];
+
+	for (uint32_t log = 0; log <= MFS_MAX_BLOCK_LOG - MFS_MIN_BLOCK_LOG; log++) {
+		uint32_t bs = 1024u << log;
+		uint64_t fdb = bs == 1024, bpg = 8ull * bs;
+
+		for (uint32_t g = 1; (fdb + g * bpg + 1) * bs <= bd->size;
+		     g = next_backup_group(g)) {
+			if (read_copy(bd, (fdb + g * bpg) * bs, sb))
+				continue;
+			if (mfs_sb_check(sb, bd->size, why, sizeof(why)) ||
+			    le16toh(sb->s_block_group_nr) != g ||
+			    mfs_block_size(sb) != bs)
+				continue;
+			*copy = g;
+			return 0;
+		}
+	}
+	return -EUCLEAN;
+}
+
+int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group)
+{
+	char why[160];
+	int err;
+
+	*copy_group = 0;
+	if (bd->size < MFS_SB_OFFSET + MFS_SB_SIZE) {
+		mlog_err("device of %" PRIu64 " bytes is too small to hold a "
+			 "superblock", bd->size);
+		return -EUCLEAN;
+	}
+	err = read_copy(bd, MFS_SB_OFFSET, sb);
+	if (err) {
+		mlog_err("cannot read the superblock: %s", strerror(-err));
+		return err;
+	}
+	if (!mfs_sb_check(sb, bd->size, why, sizeof(why)))
+		return 0;
+	mlog_warn("primary %s; looking for a backup superblock", why);
+	if (try_backups(bd, sb, copy_group)) {
+		mlog_err("no valid superblock found: primary %s, and no backup "
+			 "copy is intact", why);
+		return -EUCLEAN;
+	}
+	mlog_warn("using the backup superblock of group %" PRIu32, *copy_group);
+	return 0;
+}

@@ -1,0 +1,145 @@
+/*
+ * jnl_sb.c - creating, checking and printing the journal superblock.
+ */
+#include "jnl.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "util.h"
+
+uint32_t jnl_csum(uint64_t seed, const void *buf, size_t len)
+{
+	return (uint32_t)XXH3_64bits_withSeed(buf, len, seed);
+}
+
+static uint32_t sb_csum(const struct jnl_superblock *sb)
+{
+	return jnl_csum(0, sb, offsetof(struct jnl_superblock, s_checksum));
+}
+
+static void sb_init(struct jnl_superblock *sb, uint32_t block_size,
+		    uint32_t nblocks, const uint8_t uuid[16], uint64_t seed)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->s_header.h_magic = htole32(JNL_MAGIC);
+	sb->s_header.h_blocktype = htole32(JNL_BT_SUPERBLOCK);
+	sb->s_block_size = htole32(block_size);
+	sb->s_maxlen = htole32(nblocks);
+	sb->s_first = htole32(1);
+	sb->s_sequence = htole32(1);
+	sb->s_start = 0;
+	memcpy(sb->s_uuid, uuid, 16);
+	sb->s_csum_seed = htole64(seed);
+	/* A transaction may use a quarter of the log, as in JBD. */
+	sb->s_max_trans_blocks = htole32(nblocks / 4);
+	sb->s_checksum = htole32(sb_csum(sb));
+}
+
+/* Zero the log blocks, a batch at a time, so stale data never looks like
+ * a transaction. */
+static int zero_log(struct bdev *bd, const uint64_t *map, uint32_t nblocks)
+{
+	uint32_t bs = bd->block_size;
+	void *zero = bdev_alloc_buf(bs);
+	int err = 0;
+
+	if (!zero)
+		return -ENOMEM;
+	memset(zero, 0, bs);
+	for (uint32_t i = 1; i < nblocks && !err; i++)
+		err = bdev_write(bd, map[i] * bs, zero, bs);
+	bdev_free_buf(zero);
+	return err;
+}
+
+int jnl_format(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
+	       const uint8_t uuid[16], uint64_t csum_seed)
+{
+	uint32_t bs = bd->block_size;
+	char *blk;
+	int err;
+
+	if (nblocks < JNL_MIN_BLOCKS) {
+		mlog_err("journal of %" PRIu32 " blocks is below the minimum of %u",
+			 nblocks, JNL_MIN_BLOCKS);
+		return -EINVAL;
+	}
+	err = zero_log(bd, map, nblocks);
+	if (err)
+		return err;
+	blk = bdev_alloc_buf(bs);
+	if (!blk)
+		return -ENOMEM;
+	memset(blk, 0, bs);
+	sb_init((struct jnl_superblock *)blk, bs, nblocks, uuid, csum_seed);
+	err = bdev_write(bd, map[0] * bs, blk, bs);
+	bdev_free_buf(blk);
+	return err;
+}
+
+static int bad(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bad(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -EUCLEAN;
+}
+
+int jnl_sb_check(const struct jnl_superblock *sb, uint32_t nblocks,
+		 uint32_t block_size, char *why, size_t whylen)
+{
+	uint32_t maxlen = le32toh(sb->s_maxlen);
+	uint32_t first = le32toh(sb->s_first);
+	uint32_t start = le32toh(sb->s_start);
+
+	if (le32toh(sb->s_header.h_magic) != JNL_MAGIC)
+		return bad(why, whylen, "journal superblock: bad magic 0x%08" PRIx32,
+			   le32toh(sb->s_header.h_magic));
+	if (le32toh(sb->s_header.h_blocktype) != JNL_BT_SUPERBLOCK)
+		return bad(why, whylen, "journal superblock: block type %" PRIu32,
+			   le32toh(sb->s_header.h_blocktype));
+	if (le32toh(sb->s_checksum) != sb_csum(sb))
+		return bad(why, whylen, "journal superblock: checksum mismatch "
+			   "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
+			   le32toh(sb->s_checksum), sb_csum(sb));
+	if (le32toh(sb->s_block_size) != block_size)
+		return bad(why, whylen, "journal superblock: block size %" PRIu32
+			   " differs from the filesystem's %" PRIu32,
+			   le32toh(sb->s_block_size), block_size);
+	if (maxlen != nblocks || maxlen < JNL_MIN_BLOCKS)
+		return bad(why, whylen, "journal superblock: length %" PRIu32
+			   " blocks, the journal inode holds %" PRIu32, maxlen, nblocks);
+	if (first == 0 || first >= maxlen || (start && (start < first || start >= maxlen)))
+		return bad(why, whylen, "journal superblock: first %" PRIu32
+			   " / start %" PRIu32 " outside the log", first, start);
+	return 0;
+}
+
+void jnl_sb_print(const struct jnl_superblock *sb, FILE *out)
+{
+	fprintf(out, "journal magic: 0x%08" PRIx32 "\n", le32toh(sb->s_header.h_magic));
+	fprintf(out, "journal block size: %" PRIu32 "\n", le32toh(sb->s_block_size));
+	fprintf(out, "journal length: %" PRIu32 "\n", le32toh(sb->s_maxlen));
+	fprintf(out, "journal first block: %" PRIu32 "\n", le32toh(sb->s_first));
+	fprintf(out, "journal sequence: %" PRIu32 "\n", le32toh(sb->s_sequence));
+	fprintf(out, "journal start: %" PRIu32 "\n", le32toh(sb->s_start));
+	fprintf(out, "journal errno: %" PRId32 "\n", (int32_t)le32toh(sb->s_errno));
+	fprintf(out, "journal max transaction: %" PRIu32 "\n",
+		le32toh(sb->s_max_trans_blocks));
+	fprintf(out, "journal features: compat 0x%" PRIx32 " incompat 0x%" PRIx32
+		" ro_compat 0x%" PRIx32 "\n", le32toh(sb->s_feature_compat),
+		le32toh(sb->s_feature_incompat), le32toh(sb->s_feature_ro_compat));
+	fprintf(out, "journal checksum: 0x%08" PRIx32 "\n", le32toh(sb->s_checksum));
+}

@@ -1,0 +1,64 @@
+/*
+ * util.h - the few helpers every layer shares: logging, sizes, byte order.
+ *
+ * This is the bottom of the include graph: it includes only libc headers,
+ * so the block layer, the page cache, the journal and the filesystem can all
+ * use it without seeing each other.
+ */
+#ifndef MISCFS_UTIL_H
+#define MISCFS_UTIL_H
+
+#include <endian.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- logging ------------------------------------------------------------ */
+
+enum mlog_level { MLOG_ERR, MLOG_WARN, MLOG_INFO, MLOG_DEBUG };
+
+/* Messages at or below @level are written; the default is MLOG_WARN. */
+void mlog_set_level(enum mlog_level level);
+enum mlog_level mlog_get_level(void);
+/* Prefix of every line ("miscfs", "mkfs.miscfs", ...). */
+void mlog_set_ident(const char *ident);
+/*
+ * Replace the sink (default: stderr).  Tests use this to capture what a
+ * layer said about an error.  @fn NULL restores stderr.
+ */
+typedef void (*mlog_sink_fn)(enum mlog_level level, const char *line, void *arg);
+void mlog_set_sink(mlog_sink_fn fn, void *arg);
+
+void mlog(enum mlog_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define mlog_err(...)   mlog(MLOG_ERR, __VA_ARGS__)
+#define mlog_warn(...)  mlog(MLOG_WARN, __VA_ARGS__)
+#define mlog_info(...)  mlog(MLOG_INFO, __VA_ARGS__)
+#define mlog_dbg(...)   mlog(MLOG_DEBUG, __VA_ARGS__)
+
+/* ---- arithmetic --------------------------------------------------------- */
+
+#define UT_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define UT_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define UT_DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#define UT_ROUND_UP(n, a) (UT_DIV_ROUND_UP(n, a) * (a))
+#define UT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define UT_IS_POW2(x) ((x) != 0 && ((x) & ((x) - 1)) == 0)
+
+#define ut_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/*
+ * Parse "123", "64K", "10M", "2G", "1T" (binary multiples) into bytes.
+ * Returns 0 or -EINVAL (not a number, unknown suffix, overflow).
+ */
+int ut_parse_size(const char *s, uint64_t *out);
+
+/* Format @bytes as "4.0 MiB" etc. into @buf. */
+const char *ut_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t ut_now_ns(void);
+
+#endif /* MISCFS_UTIL_H */
