@@ -14,13 +14,17 @@
  *
  * Requests are asynchronous: bdev_submit() queues a batch and returns; each
  * request's end_io runs exactly once, on any thread, possibly before
- * bdev_submit() returns.  A short transfer is never reported as success:
- * the backend continues it until it is complete or fails.  The synchronous
- * helpers (bdev_read, bdev_write, bdev_submit_wait ...) are built on that.
+ * bdev_submit() returns.  end_io may submit more requests but must not wait
+ * for I/O on the same device (it may run on the thread that completes it).
+ * A short transfer is never reported as success: the backend continues it
+ * until it is complete or fails.  The synchronous helpers (bdev_read,
+ * bdev_write, bdev_submit_wait ...) are built on that.  Backends never
+ * modify a request's iovec array.
  *
  * Alignment: offsets and segment lengths are multiples of bd->block_size,
- * segment addresses are multiples of bd->dma_align.  bdev_alloc_buf()
- * returns suitably aligned memory.  Misaligned requests fail with -EINVAL.
+ * segment addresses are multiples of bd->dma_align (at least 512 on every
+ * backend, so code tested on one works on all).  bdev_alloc_buf() returns
+ * suitably aligned memory.  Misaligned requests fail with -EINVAL.
  *
  * Durability: bdev_flush() makes every write that has *completed* before
  * the call durable.  Writes still in flight are not covered; callers that
@@ -58,9 +62,11 @@ struct bdev_req {
 	/* backend state: bdev_req_init() clears it */
 	size_t done;              /* bytes transferred so far */
 	struct iovec one;         /* storage for a single-buffer request */
+	struct bdev_req *next;    /* a backend's queue of waiting requests */
 };
 
-/* A single-buffer request; @buf stays owned by the caller. */
+/* A single-buffer request; @buf stays owned by the caller.  The request
+ * points into itself: initialise it where it will live, do not copy it. */
 void bdev_req_init(struct bdev_req *req, enum bdev_op op, uint64_t off,
 		   void *buf, size_t len);
 /* A vectored request; @iov must stay valid until end_io. */
@@ -118,8 +124,10 @@ int bdev_open_uring(const char *path, const struct bdev_open_opts *opts,
 int bdev_open_pread(const char *path, const struct bdev_open_opts *opts,
 		    struct bdev **out);
 
-/* Queue a batch; end_io reports each request.  Returns 0 or -errno for
- * requests that could not even be queued (their end_io is not called). */
+/* Queue a batch; end_io reports each request.  Returns 0, or -errno when
+ * the batch could not even be queued: then no end_io is called.  A batch
+ * holding one invalid request (-EINVAL, or -EROFS for a write to a
+ * read-only device) is refused as a whole; that request's result says so. */
 int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n);
 /* Submit a batch and wait for all of it; returns the first error. */
 int bdev_submit_wait(struct bdev *bd, struct bdev_req **reqs, unsigned int n);

@@ -1,0 +1,481 @@
+/*
+ * bdev_mem.c - the in-memory test device.
+ *
+ * Reads see the newest completed writes.  Every write since the last
+ * flush is kept as "pending" together with the bytes it overwrote, so a
+ * power cut can roll the device back to the flushed state and then
+ * replay a seeded choice of the pending writes.  When recording, every
+ * write and flush is also appended to a log, and the contents at the
+ * start of recording are kept, so that crash images can be rebuilt for
+ * any prefix of the log.  One mutex guards everything; end_io runs
+ * outside it.
+ */
+#include "bdev_i.h"
+
+#include "util.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SECTOR 512u
+
+struct mem_fault {
+	uint64_t off, len;
+	unsigned int ops;
+};
+
+/* A write since the last flush, with the bytes it replaced. */
+struct mem_pending {
+	uint64_t off;
+	size_t len;
+	uint8_t *data;
+	uint8_t *old;
+};
+
+/* A log entry and its data in one allocation. */
+struct mem_log_rec {
+	struct bdev_mem_log_entry e;
+	uint8_t data[];
+};
+
+struct mem_bdev {
+	struct bdev bd;
+	pthread_mutex_t lock;
+	uint8_t *data;
+	struct mem_fault *faults;
+	size_t nfaults, faults_cap;
+	struct mem_pending *pend;
+	size_t npend, pend_cap;
+	bool recording;
+	uint8_t *base;                    /* contents when recording began */
+	struct mem_log_rec **log;
+	size_t nlog, log_cap;
+};
+
+static const struct bdev_ops mem_ops;
+
+static struct mem_bdev *to_mem(struct bdev *bd)
+{
+	assert(bd->ops == &mem_ops);
+	return ut_container_of(bd, struct mem_bdev, bd);
+}
+
+/* Room for element @n of a growing array: the array, or NULL. */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+
+	if (n < *cap)
+		return arr;
+	arr = realloc(arr, ncap * elem);
+	if (arr)
+		*cap = ncap;
+	return arr;
+}
+
+/* ---- power cuts ----------------------------------------------------------- */
+
+/* splitmix64: small, and a different seed gives an unrelated stream. */
+static uint64_t rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* How many leading bytes of an unflushed write of @len survive a cut. */
+static size_t cut_keep(uint64_t *rng, enum bdev_mem_cut mode, size_t len)
+{
+	uint64_t r;
+	size_t sectors = len / SECTOR;
+
+	if (mode == BDEV_CUT_LOSE_ALL)
+		return 0;
+	r = rng_next(rng);
+	if (!(r & 1))
+		return 0;
+	if (mode != BDEV_CUT_RANDOM_TORN || sectors < 2 || !(r & 2))
+		return len;
+	return (size_t)(1 + (r >> 8) % (sectors - 1)) * SECTOR;
+}
+
+static void pending_clear(struct mem_bdev *m)
+{
+	for (size_t i = 0; i < m->npend; i++) {
+		free(m->pend[i].data);
+		free(m->pend[i].old);
+	}
+	m->npend = 0;
+}
+
+void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed)
+{
+	struct mem_bdev *m = to_mem(bd);
+	uint64_t rng = seed;
+
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = m->npend; i-- > 0;)
+		memcpy(m->data + m->pend[i].off, m->pend[i].old, m->pend[i].len);
+	for (size_t i = 0; i < m->npend; i++) {
+		struct mem_pending *p = &m->pend[i];
+
+		memcpy(m->data + p->off, p->data, cut_keep(&rng, mode, p->len));
+	}
+	pending_clear(m);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static bool mem_faulty(struct mem_bdev *m, uint64_t off, uint64_t len,
+		       unsigned int op)
+{
+	for (size_t i = 0; i < m->nfaults; i++) {
+		const struct mem_fault *f = &m->faults[i];
+
+		if ((f->ops & op) && off < f->off + f->len && f->off < off + len)
+			return true;
+	}
+	return false;
+}
+
+static void gather(uint8_t *dst, const struct bdev_req *req)
+{
+	for (unsigned int i = 0; i < req->iovcnt; i++) {
+		memcpy(dst, req->iov[i].iov_base, req->iov[i].iov_len);
+		dst += req->iov[i].iov_len;
+	}
+}
+
+static void scatter(const struct bdev_req *req, const uint8_t *src)
+{
+	for (unsigned int i = 0; i < req->iovcnt; i++) {
+		memcpy(req->iov[i].iov_base, src, req->iov[i].iov_len);
+		src += req->iov[i].iov_len;
+	}
+}
+
+static int log_append(struct mem_bdev *m, bool flush, uint64_t off,
+		      const uint8_t *data, size_t len)
+{
+	struct mem_log_rec **log = grow(m->log, &m->log_cap, m->nlog, sizeof(*log));
+	struct mem_log_rec *rec;
+
+	if (!log)
+		return -ENOMEM;
+	m->log = log;
+	rec = malloc(sizeof(*rec) + len);
+	if (!rec)
+		return -ENOMEM;
+	rec->e = (struct bdev_mem_log_entry){ .seq = m->nlog, .flush = flush,
+					      .off = off, .len = len, .data = rec->data };
+	memcpy(rec->data, data, len);
+	m->log[m->nlog++] = rec;
+	return 0;
+}
+
+/* Apply a write, remembering it as pending (and in the log). */
+static int mem_write(struct mem_bdev *m, const struct bdev_req *req, size_t len)
+{
+	struct mem_pending p = { req->off, len, malloc(len), malloc(len) };
+	struct mem_pending *pend = grow(m->pend, &m->pend_cap, m->npend, sizeof(p));
+	int err = -ENOMEM;
+
+	if (pend)
+		m->pend = pend;
+	if (!p.data || !p.old || !pend)
+		goto fail;
+	gather(p.data, req);
+	if (m->recording && (err = log_append(m, false, p.off, p.data, len)))
+		goto fail;
+	memcpy(p.old, m->data + p.off, len);
+	memcpy(m->data + p.off, p.data, len);
+	m->pend[m->npend++] = p;
+	return 0;
+fail:
+	free(p.data);
+	free(p.old);
+	return err;
+}
+
+static int mem_rw(struct mem_bdev *m, struct bdev_req *req)
+{
+	bool rd = req->op == BDEV_OP_READ;
+	size_t len = bdev_req_len(req);
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (mem_faulty(m, req->off, len, rd ? BDEV_MEM_FAIL_READ : BDEV_MEM_FAIL_WRITE))
+		err = -EIO;
+	else if (rd)
+		scatter(req, m->data + req->off);
+	else
+		err = mem_write(m, req, len);
+	pthread_mutex_unlock(&m->lock);
+	req->done = err ? 0 : len;
+	return err;
+}
+
+static int mem_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
+{
+	struct mem_bdev *m = to_mem(bd);
+
+	bdev_stat_add(bd, submits, 1);
+	for (unsigned int i = 0; i < n; i++) {
+		struct bdev_req *req = reqs[i];
+
+		req->result = mem_rw(m, req);
+		if (req->end_io)
+			req->end_io(req);
+	}
+	return 0;
+}
+
+/* A flush covers the whole device, so any flush fault fails it. */
+static int mem_flush(struct bdev *bd)
+{
+	struct mem_bdev *m = to_mem(bd);
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (mem_faulty(m, 0, UINT64_MAX, BDEV_MEM_FAIL_FLUSH))
+		err = -EIO;
+	else if (m->recording)
+		err = log_append(m, true, 0, NULL, 0);
+	if (!err)
+		pending_clear(m);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static void log_clear(struct mem_bdev *m)
+{
+	for (size_t i = 0; i < m->nlog; i++)
+		free(m->log[i]);
+	m->nlog = 0;
+	free(m->base);
+	m->base = NULL;
+}
+
+static void mem_close(struct bdev *bd)
+{
+	struct mem_bdev *m = to_mem(bd);
+
+	pending_clear(m);
+	log_clear(m);
+	free(m->pend);
+	free(m->log);
+	free(m->faults);
+	free(m->data);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static const struct bdev_ops mem_ops = {
+	.name = "mem",
+	.submit = mem_submit,
+	.flush = mem_flush,
+	.close = mem_close,
+};
+
+/* ---- creating, loading, saving ---------------------------------------- */
+
+int bdev_mem_create(uint64_t size, uint32_t block_size, struct bdev **out)
+{
+	struct mem_bdev *m;
+
+	block_size = block_size ? block_size : 1024;
+	if (!UT_IS_POW2(block_size) || block_size < SECTOR)
+		return -EINVAL;
+	size -= size % block_size;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->data = calloc(1, size ? (size_t)size : 1);
+	if (!m->data) {
+		free(m);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&m->lock, NULL);
+	m->bd.ops = &mem_ops;
+	m->bd.size = size;
+	m->bd.block_size = block_size;
+	m->bd.dma_align = BDEV_MIN_DMA_ALIGN;
+	m->bd.fd = -1;
+	*out = &m->bd;
+	return 0;
+}
+
+/* Read or write all of [buf, buf+len) at file offset 0. */
+static int file_xfer(int fd, bool rd, uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = rd ? pread(fd, buf + done, len - done, (off_t)done)
+		       : pwrite(fd, buf + done, len - done, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int bdev_mem_load(const char *path, uint32_t block_size, struct bdev **out)
+{
+	struct stat st;
+	struct bdev *bd;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = fstat(fd, &st) ? -errno : bdev_mem_create((uint64_t)st.st_size, block_size, &bd);
+	if (!err) {
+		err = file_xfer(fd, true, to_mem(bd)->data, bd->size);
+		if (err)
+			bdev_close(bd);
+		else
+			*out = bd;
+	}
+	close(fd);
+	return err;
+}
+
+int bdev_mem_save(struct bdev *bd, const char *path)
+{
+	struct mem_bdev *m = to_mem(bd);
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&m->lock);
+	err = file_xfer(fd, false, m->data, bd->size);
+	pthread_mutex_unlock(&m->lock);
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+/* ---- faults and the log ------------------------------------------------- */
+
+int bdev_mem_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops)
+{
+	struct mem_bdev *m = to_mem(bd);
+	struct mem_fault *f;
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (!len) {
+		m->nfaults = 0;
+	} else if ((f = grow(m->faults, &m->faults_cap, m->nfaults, sizeof(*f)))) {
+		m->faults = f;
+		f[m->nfaults++] = (struct mem_fault){ off, UT_MIN(len, UINT64_MAX - off), ops };
+	} else {
+		err = -ENOMEM;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+void bdev_mem_record(struct bdev *bd, bool on)
+{
+	struct mem_bdev *m = to_mem(bd);
+
+	pthread_mutex_lock(&m->lock);
+	if (on) {
+		log_clear(m);
+		m->base = malloc(bd->size ? bd->size : 1);
+		if (m->base)
+			memcpy(m->base, m->data, bd->size);
+		else
+			mlog_err("memory device: no memory to record");
+	}
+	m->recording = on && m->base;
+	pthread_mutex_unlock(&m->lock);
+}
+
+size_t bdev_mem_log_count(struct bdev *bd)
+{
+	struct mem_bdev *m = to_mem(bd);
+	size_t n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->nlog;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+const struct bdev_mem_log_entry *bdev_mem_log(struct bdev *bd, size_t i)
+{
+	struct mem_bdev *m = to_mem(bd);
+	const struct bdev_mem_log_entry *e;
+
+	pthread_mutex_lock(&m->lock);
+	e = i < m->nlog ? &m->log[i]->e : NULL;
+	pthread_mutex_unlock(&m->lock);
+	return e;
+}
+
+/* Replay log entries [0, prefix) of @m onto @img as a cut would leave them. */
+static void replay(const struct mem_bdev *m, size_t prefix, enum bdev_mem_cut mode,
+		   uint64_t seed, uint8_t *img)
+{
+	size_t durable = 0;
+	uint64_t rng = seed;
+
+	for (size_t i = 0; i < prefix; i++)
+		if (m->log[i]->e.flush)
+			durable = i + 1;
+	for (size_t i = 0; i < prefix; i++) {
+		const struct bdev_mem_log_entry *e = &m->log[i]->e;
+		size_t keep = e->len;
+
+		if (e->flush)
+			continue;
+		if (i >= durable)
+			keep = cut_keep(&rng, mode, e->len);
+		memcpy(img + e->off, e->data, keep);
+	}
+}
+
+int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
+			 uint64_t seed, struct bdev **out)
+{
+	struct mem_bdev *m = to_mem(bd);
+	struct bdev *nbd;
+	int err;
+
+	err = bdev_mem_create(bd->size, bd->block_size, &nbd);
+	if (err)
+		return err;
+	pthread_mutex_lock(&m->lock);
+	if (m->base) {
+		memcpy(to_mem(nbd)->data, m->base, bd->size);
+		replay(m, UT_MIN(prefix, m->nlog), mode, seed, to_mem(nbd)->data);
+	} else {
+		err = -EINVAL;  /* nothing was ever recorded */
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (err)
+		bdev_close(nbd);
+	else
+		*out = nbd;
+	return err;
+}
+
+void *bdev_mem_data(struct bdev *bd)
+{
+	return to_mem(bd)->data;
+}
