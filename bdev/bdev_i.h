@@ -18,9 +18,21 @@
 /*
  * Test hook: when nonzero, the file backends transfer at most this many
  * bytes per system call or ring entry, so that every request is
- * continued as a short transfer would be.  Tests set it before opening.
+ * continued as a short transfer would be (buffered devices only: direct
+ * I/O needs whole sectors).  Tests set it before submitting.
  */
 extern size_t bdev_test_max_xfer;
+
+/*
+ * A transfer that made no progress, or a direct one that stopped off a
+ * sector boundary (which only the end of the file does), cannot be
+ * continued: the image is shorter than the device.
+ */
+static inline bool bdev_xfer_ended(const struct bdev *bd, const struct bdev_req *req,
+				   size_t n)
+{
+	return n == 0 || (bd->direct && (req->done + n) % 512);
+}
 
 /* What remains of a request after req->done bytes: whole segments, or a
  * piece of one segment (then iov points at piece and cnt is 1). */

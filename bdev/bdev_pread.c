@@ -19,8 +19,8 @@ static ssize_t pread_xfer(int fd, enum bdev_op op, const struct bdev_rest *r)
 	return pwritev(fd, r->iov, (int)r->cnt, (off_t)r->off);
 }
 
-/* Carry out one request to the end: short transfers continue, and no
- * progress at all (end of file) is an error, never success. */
+/* Carry out one request to the end: short transfers continue, and the
+ * end of the file is an error, never success. */
 static int pread_one(struct bdev *bd, struct bdev_req *req)
 {
 	size_t len = bdev_req_len(req);
@@ -36,7 +36,7 @@ static int pread_one(struct bdev *bd, struct bdev_req *req)
 		}
 		if (n < 0)
 			return -errno;
-		if (n == 0)
+		if (bdev_xfer_ended(bd, req, (size_t)n))
 			return -EIO;
 		req->done += (size_t)n;
 		if (req->done < len)

@@ -151,8 +151,7 @@ static bool uring_complete(struct uring_bdev *u, struct bdev_req *req, int res)
 		req->result = res < 0 ? res : 0;
 		return true;
 	}
-	if (res == 0) {
-		/* No progress: the file ends before the device does. */
+	if (bdev_xfer_ended(&u->bd, req, (size_t)res)) {
 		req->result = -EIO;
 		return true;
 	}
