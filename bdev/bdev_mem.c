@@ -176,7 +176,8 @@ static int log_append(struct mem_bdev *m, bool flush, uint64_t off,
 		return -ENOMEM;
 	rec->e = (struct bdev_mem_log_entry){ .seq = m->nlog, .flush = flush,
 					      .off = off, .len = len, .data = rec->data };
-	memcpy(rec->data, data, len);
+	if (len)
+		memcpy(rec->data, data, len);
 	m->log[m->nlog++] = rec;
 	return 0;
 }
