@@ -177,16 +177,23 @@ int bdev_mem_load(const char *path, uint32_t block_size, struct bdev **out);
 int bdev_mem_save(struct bdev *bd, const char *path);
 
 /* Fail @ops on any request touching [off, off+len) with -EIO; len 0
- * clears every fault. */
+ * clears every fault.  A failed write changes nothing.  A flush covers the
+ * whole device, so any fault with BDEV_MEM_FAIL_FLUSH fails every flush
+ * (and the writes it would have made durable stay pending). */
 int bdev_mem_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops);
 
-/* Record every write and flush from now on (off by default). */
+/* Record every write and flush from now on (off by default).  Turning it
+ * on starts a new, empty log from a copy of the current contents; turning
+ * it off keeps the log for bdev_mem_crash_image(). */
 void bdev_mem_record(struct bdev *bd, bool on);
 size_t bdev_mem_log_count(struct bdev *bd);
+/* Entry @i, or NULL past the end; valid until recording restarts or the
+ * device is closed. */
 const struct bdev_mem_log_entry *bdev_mem_log(struct bdev *bd, size_t i);
 
 /* Cut the power: writes since the last completed flush are lost, or kept
- * by a seeded random choice.  The device stays usable (as after a reboot). */
+ * by a seeded random choice.  The device stays usable (as after a reboot);
+ * the log is left as it was. */
 void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed);
 
 /*
@@ -194,7 +201,9 @@ void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed);
  * first @prefix entries of @bd's log: the state recording started from, plus
  * every write up to the last flush within the prefix, plus the writes after
  * that flush chosen by @mode and @seed.  This lets a crash test replay any
- * prefix of one recorded workload.
+ * prefix of one recorded workload.  For the whole log of a recording that
+ * began right after a flush, the same @mode and @seed give what
+ * bdev_mem_power_cut() would leave.  -EINVAL if @bd never recorded.
  */
 int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
 			 uint64_t seed, struct bdev **out);
