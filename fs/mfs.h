@@ -129,6 +129,44 @@ uint64_t mfs_mkfs_min_bytes(const struct mfs_mkfs_opts *opts);
  */
 int mfs_mkfs(struct bdev *bd, const struct mfs_mkfs_opts *opts);
 
+/* ---- raw access (tools) -------------------------------------------------- */
+
+/*
+ * Read-only access to an unmounted image without the page cache, for
+ * miscfs-debug and fsck.  Every structure is checked as it is read; a bad
+ * one is reported with -EUCLEAN and a message in raw->why naming it.
+ */
+struct mfs_raw {
+	struct bdev *bd;
+	struct mfs_super sb;
+	uint32_t sb_group;           /* group the superblock copy came from */
+	uint32_t bs;
+	struct mfs_group_desc *gdt;  /* all descriptors, unchecked */
+	char why[256];               /* what the last -EUCLEAN was about */
+};
+
+int mfs_raw_open(struct bdev *bd, struct mfs_raw *raw);
+void mfs_raw_close(struct mfs_raw *raw);
+/* Descriptor of @group, checksum verified. */
+int mfs_raw_gdesc(struct mfs_raw *raw, uint32_t group,
+		  const struct mfs_group_desc **gd);
+/* Inode @ino, checksum verified (a never-used, all-zero slot is fine). */
+int mfs_raw_inode(struct mfs_raw *raw, uint32_t ino, struct mfs_inode *in);
+/* Device block of logical block @lblk of @in (0 for a hole), indirect
+ * block checksums verified. */
+int mfs_raw_bmap(struct mfs_raw *raw, uint32_t ino, const struct mfs_inode *in,
+		 uint64_t lblk, uint64_t *pblk);
+/* Read block @blk into @buf (raw->bs bytes, from bdev_alloc_buf). */
+int mfs_raw_read(struct mfs_raw *raw, uint64_t blk, void *buf);
+
+/*
+ * Check a directory block of directory @ino: checksum tail, rec_len
+ * alignment and bounds, name_len, inode range.  Returns 0 or -EUCLEAN with
+ * the offset and problem in @why.
+ */
+int mfs_dirblock_check(const struct mfs_super *sb, uint32_t ino,
+		       const void *block, char *why, size_t whylen);
+
 /* ---- printing (miscfs-debug) --------------------------------------------- */
 
 void mfs_sb_print(const struct mfs_super *sb, FILE *out);

@@ -142,7 +142,7 @@ static int layout_groups(struct mfs_super *sb, const struct mfs_mkfs_opts *o,
 			return -ENOSPC;
 		blocks = fdb + last * (uint64_t)bpg;
 	}
-	return 0;
+	return -ENOSPC;
 }
 
 static uint64_t data_blocks(const struct mfs_super *sb)
@@ -271,16 +271,17 @@ static int build_indirect(struct map_builder *b, int depth, uint32_t *slot)
 	if (err)
 		return err;
 	b->nind++;
-	ptrs = calloc(1, b->c->bs);
+	ptrs = bdev_alloc_buf(b->c->bs);
 	if (!ptrs)
 		return -ENOMEM;
+	memset(ptrs, 0, b->c->bs);
 	for (uint32_t i = 0; i < apb && b->next < b->n && !err; i++)
 		err = build_level(b, depth - 1, &ptrs[i]);
 	if (!err) {
 		mfs_block_set_csum(&b->c->sb, MFS_CSUM_INDIRECT, b->ino, ptrs);
 		err = write_block(b->c, blk, ptrs);
 	}
-	free(ptrs);
+	bdev_free_buf(ptrs);
 	*slot = htole32((uint32_t)blk);
 	return err;
 }
@@ -664,11 +665,12 @@ static void fill_identity(struct mkfs_ctx *c)
 	sb->s_journal_inum = htole32(MFS_JOURNAL_INO);
 	sb->s_region_count = htole32(c->o->nregions);
 	sb->s_mkfs_time = sb->s_wtime = htole64(mkfs_now(c));
-	if (c->o->uuid_set)
+	if (c->o->uuid_set) {
 		memcpy(sb->s_uuid, c->o->uuid, 16);
-	else if (getrandom(sb->s_uuid, 16, 0) == 16)
+	} else if (getrandom(sb->s_uuid, 16, 0) == 16) {
 		sb->s_uuid[6] = (sb->s_uuid[6] & 0x0f) | 0x40;   /* version 4 */
-	sb->s_uuid[8] = (sb->s_uuid[8] & 0x3f) | 0x80;
+		sb->s_uuid[8] = (sb->s_uuid[8] & 0x3f) | 0x80;   /* RFC 4122 */
+	}
 	while (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		;
 	sb->s_csum_seed = htole64(seed);
@@ -683,6 +685,11 @@ static int check_opts(const struct mfs_mkfs_opts *o)
 	if (bs != 1024 && bs != 2048 && bs != 4096) {
 		mlog_err("block size %" PRIu32 " is not supported (use 1024, 2048 "
 			 "or 4096)", bs);
+		return -EINVAL;
+	}
+	if (o->journal_bytes && o->journal_bytes / bs < JNL_MIN_BLOCKS) {
+		mlog_err("a journal of %" PRIu64 " blocks is below the minimum of "
+			 "%u blocks", o->journal_bytes / bs, JNL_MIN_BLOCKS);
 		return -EINVAL;
 	}
 	if (o->nregions > max) {
@@ -710,9 +717,15 @@ static int report_layout_error(const struct mfs_mkfs_opts *o, uint64_t size, int
 {
 	char have[32], need[32];
 
-	if (err == -ENOSPC)
-		mlog_err("device of %s is too small: the minimum for these options "
-			 "is %s", ut_format_size(size, have, sizeof(have)),
+	if (err == -ENOSPC && region_bytes(o) + (64ull << 10) >= size)
+		mlog_err("reserved regions take %s, which does not fit on a device "
+			 "of %s", ut_format_size(region_bytes(o), need, sizeof(need)),
+			 ut_format_size(size, have, sizeof(have)));
+	else if (err == -ENOSPC)
+		mlog_err("device of %" PRIu64 " KiB (%s) is too small: the minimum "
+			 "for these options is %" PRIu64 " KiB (%s)", size >> 10,
+			 ut_format_size(size, have, sizeof(have)),
+			 mfs_mkfs_min_bytes(o) >> 10,
 			 ut_format_size(mfs_mkfs_min_bytes(o), need, sizeof(need)));
 	else
 		mlog_err("these options give no valid layout (too many inodes, or "

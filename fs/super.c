@@ -126,17 +126,23 @@ int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
 	return err;
 }
 
-/* Read a superblock copy at byte @off into @sb. */
+/* Read a superblock copy at byte @off into @sb, through the aligned
+ * device block(s) around it, whatever the device's block size. */
 static int read_copy(struct bdev *bd, uint64_t off, struct mfs_super *sb)
 {
-	void *buf = bdev_alloc_buf(MFS_SB_SIZE);
+	uint64_t start = off / bd->block_size * bd->block_size;
+	size_t len = UT_ROUND_UP(off + MFS_SB_SIZE - start, bd->block_size);
+	char *buf;
 	int err;
 
+	if (start + len > bd->size)
+		return -EINVAL;
+	buf = bdev_alloc_buf(len);
 	if (!buf)
 		return -ENOMEM;
-	err = bdev_read(bd, off, buf, MFS_SB_SIZE);
+	err = bdev_read(bd, start, buf, len);
 	if (!err)
-		memcpy(sb, buf, MFS_SB_SIZE);
+		memcpy(sb, buf + (off - start), MFS_SB_SIZE);
 	bdev_free_buf(buf);
 	return err;
 }

@@ -54,7 +54,10 @@ _Static_assert(sizeof(struct jnl_superblock) == 1024, "journal superblock");
 
 /*
  * Write an empty journal over @nblocks blocks of @bd: a superblock in
- * map[0] and zeroed log blocks.  @bd's block size is the journal's.
+ * map[0] saying the log is empty.  The log blocks are left as they are:
+ * recovery accepts only blocks with the journal magic, the expected
+ * sequence and a checksum seeded with @csum_seed, which stale data cannot
+ * forge.  @bd's block size is the journal's.
  */
 int jnl_format(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 	       const uint8_t uuid[16], uint64_t csum_seed);

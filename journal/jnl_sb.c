@@ -40,23 +40,6 @@ static void sb_init(struct jnl_superblock *sb, uint32_t block_size,
 	sb->s_checksum = htole32(sb_csum(sb));
 }
 
-/* Zero the log blocks, a batch at a time, so stale data never looks like
- * a transaction. */
-static int zero_log(struct bdev *bd, const uint64_t *map, uint32_t nblocks)
-{
-	uint32_t bs = bd->block_size;
-	void *zero = bdev_alloc_buf(bs);
-	int err = 0;
-
-	if (!zero)
-		return -ENOMEM;
-	memset(zero, 0, bs);
-	for (uint32_t i = 1; i < nblocks && !err; i++)
-		err = bdev_write(bd, map[i] * bs, zero, bs);
-	bdev_free_buf(zero);
-	return err;
-}
-
 int jnl_format(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 	       const uint8_t uuid[16], uint64_t csum_seed)
 {
@@ -69,9 +52,6 @@ int jnl_format(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 			 nblocks, JNL_MIN_BLOCKS);
 		return -EINVAL;
 	}
-	err = zero_log(bd, map, nblocks);
-	if (err)
-		return err;
 	blk = bdev_alloc_buf(bs);
 	if (!blk)
 		return -ENOMEM;

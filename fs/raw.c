@@ -1,0 +1,182 @@
+/*
+ * raw.c - reading an unmounted image structure by structure.
+ *
+ * The tools use this instead of the page cache: they read each block once,
+ * check it, and say precisely what is wrong with it when it is bad.
+ */
+#include "mfs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static int corrupt(struct mfs_raw *raw, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int corrupt(struct mfs_raw *raw, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw->why, sizeof(raw->why), fmt, ap);
+	va_end(ap);
+	return -EUCLEAN;
+}
+
+int mfs_raw_read(struct mfs_raw *raw, uint64_t blk, void *buf)
+{
+	if (blk >= le64toh(raw->sb.s_device_blocks))
+		return corrupt(raw, "block %" PRIu64 " is outside the filesystem", blk);
+	return bdev_read(raw->bd, blk * raw->bs, buf, raw->bs);
+}
+
+static int read_gdt(struct mfs_raw *raw)
+{
+	uint32_t n = le16toh(raw->sb.s_gdt_blocks);
+	uint64_t start = mfs_group_first_block(&raw->sb, raw->sb_group) + 1;
+
+	raw->gdt = bdev_alloc_buf((size_t)n * raw->bs);
+	if (!raw->gdt)
+		return -ENOMEM;
+	return bdev_read(raw->bd, start * raw->bs, raw->gdt, (size_t)n * raw->bs);
+}
+
+int mfs_raw_open(struct bdev *bd, struct mfs_raw *raw)
+{
+	int err;
+
+	memset(raw, 0, sizeof(*raw));
+	raw->bd = bd;
+	err = mfs_sb_load(bd, &raw->sb, &raw->sb_group);
+	if (err)
+		return err;
+	raw->bs = mfs_block_size(&raw->sb);
+	if (bd->block_size > raw->bs) {
+		mlog_err("device opened with %" PRIu32 "-byte blocks cannot read a "
+			 "filesystem of %" PRIu32 "-byte blocks", bd->block_size, raw->bs);
+		return -EINVAL;
+	}
+	err = read_gdt(raw);
+	if (err)
+		mfs_raw_close(raw);
+	return err;
+}
+
+void mfs_raw_close(struct mfs_raw *raw)
+{
+	bdev_free_buf(raw->gdt);
+	raw->gdt = NULL;
+}
+
+static int check_gdesc(struct mfs_raw *raw, uint32_t g,
+		       const struct mfs_group_desc *gd)
+{
+	uint64_t first = mfs_group_first_block(&raw->sb, g);
+	uint64_t end = first + mfs_group_nblocks(&raw->sb, g);
+	uint64_t itable = le32toh(gd->bg_inode_table);
+
+	if (le32toh(gd->bg_checksum) != mfs_gdesc_csum(&raw->sb, g, gd))
+		return corrupt(raw, "group descriptor %" PRIu32 ": checksum mismatch "
+			       "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")", g,
+			       le32toh(gd->bg_checksum), mfs_gdesc_csum(&raw->sb, g, gd));
+	if (le32toh(gd->bg_block_bitmap) < first || le32toh(gd->bg_block_bitmap) >= end ||
+	    le32toh(gd->bg_inode_bitmap) < first || le32toh(gd->bg_inode_bitmap) >= end ||
+	    itable < first || itable + mfs_itable_blocks(&raw->sb) > end)
+		return corrupt(raw, "group descriptor %" PRIu32 ": bitmaps or inode "
+			       "table outside the group", g);
+	return 0;
+}
+
+int mfs_raw_gdesc(struct mfs_raw *raw, uint32_t group,
+		  const struct mfs_group_desc **gd)
+{
+	if (group >= le32toh(raw->sb.s_groups_count))
+		return corrupt(raw, "group %" PRIu32 " does not exist", group);
+	*gd = &raw->gdt[group];
+	return check_gdesc(raw, group, *gd);
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+int mfs_raw_inode(struct mfs_raw *raw, uint32_t ino, struct mfs_inode *in)
+{
+	uint32_t ipg = le32toh(raw->sb.s_inodes_per_group), off;
+	const struct mfs_group_desc *gd;
+	uint64_t blk;
+	void *buf;
+	int err;
+
+	if (ino == 0 || ino > le32toh(raw->sb.s_inodes_count))
+		return corrupt(raw, "inode %" PRIu32 " is out of range (1..%" PRIu32 ")",
+			       ino, le32toh(raw->sb.s_inodes_count));
+	err = mfs_raw_gdesc(raw, (ino - 1) / ipg, &gd);
+	if (err)
+		return err;
+	blk = mfs_inode_block(&raw->sb, le32toh(gd->bg_inode_table), ino, &off);
+	buf = bdev_alloc_buf(raw->bs);
+	if (!buf)
+		return -ENOMEM;
+	err = mfs_raw_read(raw, blk, buf);
+	if (!err)
+		memcpy(in, (char *)buf + off, sizeof(*in));
+	bdev_free_buf(buf);
+	if (err || all_zero(in, sizeof(*in)))
+		return err;
+	if (le32toh(in->i_checksum) != mfs_inode_csum(&raw->sb, ino, in))
+		return corrupt(raw, "inode %" PRIu32 " (block %" PRIu64 "): checksum "
+			       "mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
+			       ino, blk, le32toh(in->i_checksum),
+			       mfs_inode_csum(&raw->sb, ino, in));
+	return 0;
+}
+
+/* Follow one indirect level: slot @idx of indirect block @blk. */
+static int raw_indirect(struct mfs_raw *raw, uint32_t ino, uint64_t blk,
+			uint32_t idx, uint64_t *next)
+{
+	uint32_t *ptrs = bdev_alloc_buf(raw->bs);
+	int err;
+
+	if (!ptrs)
+		return -ENOMEM;
+	err = mfs_raw_read(raw, blk, ptrs);
+	if (!err && !mfs_block_csum_ok(&raw->sb, MFS_CSUM_INDIRECT, ino, ptrs))
+		err = corrupt(raw, "indirect block %" PRIu64 " of inode %" PRIu32
+			      ": checksum mismatch", blk, ino);
+	if (!err)
+		*next = le32toh(ptrs[idx]);
+	bdev_free_buf(ptrs);
+	return err;
+}
+
+int mfs_raw_bmap(struct mfs_raw *raw, uint32_t ino, const struct mfs_inode *in,
+		 uint64_t lblk, uint64_t *pblk)
+{
+	uint32_t offsets[4];
+	int depth = mfs_block_to_path(mfs_addr_per_block(raw->bs), lblk, offsets);
+	uint64_t blk;
+	int err = 0;
+
+	if (!depth)
+		return corrupt(raw, "block %" PRIu64 " is beyond the largest file", lblk);
+	blk = le32toh(in->i_block[offsets[0]]);
+	for (int level = 1; level < depth && blk && !err; level++)
+		err = raw_indirect(raw, ino, blk, offsets[level], &blk);
+	if (!err && blk >= le64toh(raw->sb.s_blocks_count))
+		err = corrupt(raw, "inode %" PRIu32 " maps block %" PRIu64
+			      " to %" PRIu64 ", outside the filesystem", ino, lblk, blk);
+	*pblk = err ? 0 : blk;
+	return err;
+}

@@ -1,0 +1,87 @@
+/*
+ * t_dirblock - every rule of a directory block is enforced even when the
+ * checksum matches (a bug, not a bit flip, can write such a block).
+ */
+#include "mfs.h"
+#include "t.h"
+
+#define BS 1024u
+
+static struct mfs_super sb;
+static uint8_t blk[BS];
+
+static struct mfs_dirent *put(uint32_t off, uint32_t ino, uint16_t rec,
+			      const char *name, uint8_t type)
+{
+	struct mfs_dirent *de = (void *)(blk + off);
+
+	de->inode = htole32(ino);
+	de->rec_len = htole16(rec);
+	de->name_len = (uint8_t)strlen(name);
+	de->file_type = type;
+	memcpy(de->name, name, strlen(name));
+	return de;
+}
+
+/* ".", "..", "file" filling the block, a tail, a good checksum. */
+static void good_block(void)
+{
+	struct mfs_dir_tail *t = (void *)(blk + BS - MFS_DIR_TAIL_SIZE);
+
+	memset(blk, 0, sizeof(blk));
+	put(0, 12, 12, ".", MFS_FT_DIR);
+	put(12, 2, 12, "..", MFS_FT_DIR);
+	put(24, 13, BS - MFS_DIR_TAIL_SIZE - 24, "file", MFS_FT_REG_FILE);
+	t->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
+	t->det_type = MFS_FT_DIR_TAIL;
+}
+
+static void expect_bad(const char *what, const char *text)
+{
+	char why[256] = "";
+
+	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	t_eq(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)), -EUCLEAN);
+	t_assert(strstr(why, text), "%s: message '%s' lacks '%s'", what, why, text);
+	printf("ok: %s -> %s\n", what, why);
+	good_block();
+}
+
+int main(void)
+{
+	char why[256];
+
+	sb.s_log_block_size = 0;
+	sb.s_inodes_count = htole32(100);
+	sb.s_csum_seed = htole64(0x1234);
+
+	good_block();
+	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	t_ok(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)));
+	t_eq(mfs_dirblock_check(&sb, 13, blk, why, sizeof(why)), -EUCLEAN);
+	t_assert(strstr(why, "checksum mismatch"), "another directory's block: %s", why);
+
+	((struct mfs_dirent *)(blk + 24))->rec_len = htole16(BS);
+	expect_bad("rec_len past the block", "misaligned or too long");
+	((struct mfs_dirent *)(blk + 12))->rec_len = htole16(14);
+	expect_bad("rec_len not a multiple of 4", "misaligned");
+	((struct mfs_dirent *)(blk + 12))->rec_len = htole16(4);
+	expect_bad("rec_len below a header", "misaligned");
+	((struct mfs_dirent *)(blk + 0))->name_len = 9;
+	expect_bad("name_len beyond rec_len", "does not fit rec_len");
+	((struct mfs_dirent *)(blk + 24))->inode = htole32(101);
+	expect_bad("inode beyond the count", "names inode 101");
+	((struct mfs_dirent *)(blk + 24))->file_type = 9;
+	expect_bad("file type 9", "file type 9");
+	((struct mfs_dirent *)(blk + 24))->name[1] = '/';
+	expect_bad("slash in a name", "'/' or NUL");
+	blk[BS - MFS_DIR_TAIL_SIZE + 7] = 0;
+	expect_bad("tail marker gone", "checksum tail missing");
+
+	/* An unused record may have any name_len, but its rec_len still counts. */
+	((struct mfs_dirent *)(blk + 24))->inode = 0;
+	((struct mfs_dirent *)(blk + 24))->name_len = 200;
+	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	t_ok(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)));
+	return 0;
+}

@@ -1,0 +1,50 @@
+# Sourced by the shell tests.  Gives a private work directory that is
+# removed at exit, the tools' paths, and small assertion helpers.
+# A test exits 0 (pass), 1 (fail) or 77 (skip).
+
+set -u
+: "${MKFS:?MKFS must name mkfs.miscfs}"
+: "${DEBUGFS:?DEBUGFS must name miscfs-debug}"
+
+T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/miscfs-test.XXXXXX")
+t_cleanup() {
+	local pids
+	pids=$(jobs -p)
+	[ -n "$pids" ] && kill $pids 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$T_DIR"
+}
+trap t_cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*" >&2; exit 77; }
+
+# expect_status N CMD...: run CMD, keep stdout/stderr in $T_OUT/$T_ERR,
+# and fail unless it exits with N.
+T_OUT=$T_DIR/out
+T_ERR=$T_DIR/err
+expect_status() {
+	local want=$1 got=0
+	shift
+	"$@" >"$T_OUT" 2>"$T_ERR" || got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "--- stdout"; cat "$T_OUT"; echo "--- stderr"; cat "$T_ERR"
+		fail "'$*' exited $got, expected $want"
+	fi
+}
+
+# expect_in FILE TEXT: FILE holds TEXT (a fixed string).
+expect_in() {
+	grep -qF -- "$2" "$1" || { cat "$1"; fail "'$2' not in $(basename "$1")"; }
+}
+
+# field KEY: the value of "KEY: value" in $T_OUT.
+field() { sed -n "s/^$1: //p" "$T_OUT" | head -n1; }
+
+# poke FILE OFFSET BYTES...: overwrite bytes (given as hex pairs).
+poke() {
+	local file=$1 off=$2
+	shift 2
+	printf "$(printf '\\x%s' "$@")" |
+		dd of="$file" bs=1 seek="$off" conv=notrunc status=none
+}

@@ -1,0 +1,488 @@
+/*
+ * miscfs-debug - print the structures of a miscfs image.
+ *
+ * Output is one "key: value" per line and stays stable, so tests compare
+ * it.  A damaged structure is named on stderr and the exit status is 1;
+ * the tool never trusts a field it has not checked.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jnl.h"
+#include "mfs.h"
+#include "tools.h"
+#include "util.h"
+
+#define EXIT_DAMAGED 1
+#define EXIT_USAGE   2
+
+static const char usage_text[] =
+"Usage: miscfs-debug IMAGE [COMMAND [ARG]]\n"
+"\n"
+"Print the structures of a miscfs image (read-only).\n"
+"\n"
+"Commands:\n"
+"  super          the superblock (default); a backup is used if the\n"
+"                 primary is damaged, and 'copy in group' says which\n"
+"  groups         every group descriptor, bitmap checksums verified\n"
+"  inode N        inode N\n"
+"  ls PATH|N      the directory at PATH (from /) or with inode number N\n"
+"  regions        the reserved-region table\n"
+"  journal        the journal superblock\n"
+"  verify         check every checksum of every structure in use\n"
+"\n"
+"Exit status: 0 fine, 1 a damaged structure (named on stderr), 2 usage\n"
+"or I/O error.\n";
+
+struct dbg {
+	struct mfs_raw raw;
+	void *blk;                 /* one block buffer */
+	FILE *out;                 /* stdout, or /dev/null while verifying */
+	unsigned long problems;    /* for verify */
+};
+
+static int damaged(struct dbg *d)
+{
+	mlog_err("%s", d->raw.why);
+	return EXIT_DAMAGED;
+}
+
+/* Map an error from the raw layer to an exit status. */
+static int status_of(struct dbg *d, int err)
+{
+	if (err == -EUCLEAN)
+		return damaged(d);
+	if (err)
+		mlog_err("I/O error: %s", strerror(-err));
+	return err ? EXIT_USAGE : 0;
+}
+
+static int cmd_super(struct dbg *d)
+{
+	mfs_sb_print(&d->raw.sb, d->out);
+	return 0;
+}
+
+static int check_bitmap(struct dbg *d, uint32_t g, unsigned kind, uint64_t blk,
+			uint32_t stored)
+{
+	int err = mfs_raw_read(&d->raw, blk, d->blk);
+
+	if (err)
+		return status_of(d, err);
+	if (mfs_bitmap_csum(&d->raw.sb, kind, g, d->blk) == stored)
+		return 0;
+	snprintf(d->raw.why, sizeof(d->raw.why), "group %" PRIu32 ": %s bitmap "
+		 "(block %" PRIu64 ") checksum mismatch", g,
+		 kind == MFS_CSUM_BBITMAP ? "block" : "inode", blk);
+	return damaged(d);
+}
+
+static int cmd_groups(struct dbg *d)
+{
+	int worst = 0;
+
+	for (uint32_t g = 0; g < le32toh(d->raw.sb.s_groups_count); g++) {
+		const struct mfs_group_desc *gd;
+		int err = mfs_raw_gdesc(&d->raw, g, &gd), st;
+
+		if (err) {
+			worst = UT_MAX(worst, status_of(d, err));
+			continue;
+		}
+		mfs_gdesc_print(g, gd, d->out);
+		st = check_bitmap(d, g, MFS_CSUM_BBITMAP, le32toh(gd->bg_block_bitmap),
+				  le32toh(gd->bg_block_bitmap_csum));
+		worst = UT_MAX(worst, st);
+		st = check_bitmap(d, g, MFS_CSUM_IBITMAP, le32toh(gd->bg_inode_bitmap),
+				  le32toh(gd->bg_inode_bitmap_csum));
+		worst = UT_MAX(worst, st);
+	}
+	return worst;
+}
+
+static int parse_ino(const char *s, uint32_t *ino)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (!*s || *end || v == 0 || v > UINT32_MAX) {
+		mlog_err("'%s' is not an inode number", s);
+		return -EINVAL;
+	}
+	*ino = (uint32_t)v;
+	return 0;
+}
+
+static int cmd_inode(struct dbg *d, const char *arg)
+{
+	struct mfs_inode in;
+	uint32_t ino;
+	int err;
+
+	if (!arg || parse_ino(arg, &ino))
+		return EXIT_USAGE;
+	if (ino > le32toh(d->raw.sb.s_inodes_count)) {
+		mlog_err("inode %" PRIu32 " is out of range (1..%" PRIu32 ")", ino,
+			 le32toh(d->raw.sb.s_inodes_count));
+		return EXIT_USAGE;
+	}
+	err = mfs_raw_inode(&d->raw, ino, &in);
+	if (err)
+		return status_of(d, err);
+	mfs_inode_print(ino, &in, d->out);
+	return 0;
+}
+
+/* ---- directories --------------------------------------------------------- */
+
+typedef int (*dirent_fn)(struct dbg *d, const struct mfs_dirent *de, void *arg);
+
+/* Call @fn for each entry of directory @ino; stops early on non-zero. */
+static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg)
+{
+	struct mfs_inode in;
+	uint64_t nblocks, pblk;
+	int err = mfs_raw_inode(&d->raw, ino, &in), stop = 0;
+
+	if (err)
+		return err;
+	if (!S_ISDIR(le16toh(in.i_mode))) {
+		snprintf(d->raw.why, sizeof(d->raw.why), "inode %" PRIu32
+			 " is not a directory", ino);
+		return -ENOTDIR;
+	}
+	nblocks = le64toh(in.i_size) / d->raw.bs;
+	for (uint64_t b = 0; b < nblocks && !stop; b++) {
+		err = mfs_raw_bmap(&d->raw, ino, &in, b, &pblk);
+		if (!err && pblk)
+			err = mfs_raw_read(&d->raw, pblk, d->blk);
+		if (!err && pblk)
+			err = mfs_dirblock_check(&d->raw.sb, ino, d->blk, d->raw.why,
+						 sizeof(d->raw.why));
+		if (err)
+			return err;
+		for (uint32_t off = 0; pblk && off < d->raw.bs - MFS_DIR_TAIL_SIZE && !stop;) {
+			const struct mfs_dirent *de = (void *)((char *)d->blk + off);
+
+			if (de->inode)
+				stop = fn(d, de, arg);
+			off += le16toh(de->rec_len);
+		}
+	}
+	return stop > 0 ? 0 : stop;
+}
+
+static int print_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
+{
+	fprintf(d->out, "%" PRIu32 " %s %.*s\n", le32toh(de->inode), mfs_ft_name(de->file_type),
+	       de->name_len, de->name);
+	return 0;
+}
+
+struct lookup {
+	const char *name;
+	size_t len;
+	uint32_t ino;
+};
+
+static int match_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
+{
+	struct lookup *l = arg;
+
+	if (de->name_len != l->len || memcmp(de->name, l->name, l->len))
+		return 0;
+	l->ino = le32toh(de->inode);
+	return 1;
+}
+
+static int resolve(struct dbg *d, const char *path, uint32_t *ino)
+{
+	*ino = MFS_ROOT_INO;
+	while (*path) {
+		struct lookup l = { .name = path };
+		int err;
+
+		while (*l.name == '/')
+			l.name++;
+		l.len = strcspn(l.name, "/");
+		path = l.name + l.len;
+		if (!l.len)
+			break;
+		err = walk_dir(d, *ino, match_dirent, &l);
+		if (err)
+			return err;
+		if (!l.ino) {
+			snprintf(d->raw.why, sizeof(d->raw.why), "'%.*s' not found",
+				 (int)l.len, l.name);
+			return -ENOENT;
+		}
+		*ino = l.ino;
+	}
+	return 0;
+}
+
+static int cmd_ls(struct dbg *d, const char *arg)
+{
+	uint32_t ino;
+	int err;
+
+	if (!arg)
+		return EXIT_USAGE;
+	if (arg[0] == '/')
+		err = resolve(d, arg, &ino);
+	else
+		err = parse_ino(arg, &ino) ? -EINVAL : 0;
+	if (!err)
+		err = walk_dir(d, ino, print_dirent, NULL);
+	if (err == -ENOENT || err == -ENOTDIR) {
+		mlog_err("%s", d->raw.why);
+		return EXIT_USAGE;
+	}
+	return err == -EINVAL ? EXIT_USAGE : status_of(d, err);
+}
+
+/* ---- regions and journal ------------------------------------------------- */
+
+static int cmd_regions(struct dbg *d)
+{
+	const struct mfs_region_header *h = d->blk;
+	const struct mfs_region_entry *e = (const void *)(h + 1);
+	uint32_t n = le32toh(d->raw.sb.s_region_count);
+	uint64_t tbl = le64toh(d->raw.sb.s_region_table);
+	int err;
+
+	fprintf(d->out, "regions: %" PRIu32 "\n", n);
+	if (!n)
+		return 0;
+	err = mfs_raw_read(&d->raw, tbl, d->blk);
+	if (err)
+		return status_of(d, err);
+	if (le32toh(h->rh_magic) != MFS_REGION_MAGIC || le32toh(h->rh_count) != n ||
+	    n > (d->raw.bs - MFS_REGION_HDR_SIZE - 4) / MFS_REGION_ENTRY_SIZE ||
+	    !mfs_block_csum_ok(&d->raw.sb, MFS_CSUM_REGION, 0, d->blk)) {
+		snprintf(d->raw.why, sizeof(d->raw.why), "region table (block %" PRIu64
+			 "): bad magic, count or checksum", tbl);
+		return damaged(d);
+	}
+	for (uint32_t i = 0; i < n; i++, e++)
+		fprintf(d->out, "region %.*s: start %" PRIu64 ", blocks %" PRIu64 ", bytes %"
+		       PRIu64 "\n", (int)MFS_REGION_NAME_LEN, e->re_name,
+		       le64toh(e->re_start), le64toh(e->re_blocks), le64toh(e->re_bytes));
+	return 0;
+}
+
+static int cmd_journal(struct dbg *d)
+{
+	uint32_t nblocks = le32toh(d->raw.sb.s_journal_blocks);
+	struct mfs_inode in;
+	uint64_t pblk;
+	int err = mfs_raw_inode(&d->raw, MFS_JOURNAL_INO, &in);
+
+	if (!err)
+		err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &in, 0, &pblk);
+	if (!err && !pblk) {
+		snprintf(d->raw.why, sizeof(d->raw.why), "journal inode maps no block 0");
+		err = -EUCLEAN;
+	}
+	if (!err)
+		err = mfs_raw_read(&d->raw, pblk, d->blk);
+	if (!err)
+		err = jnl_sb_check(d->blk, nblocks, d->raw.bs, d->raw.why,
+				   sizeof(d->raw.why));
+	if (err)
+		return status_of(d, err);
+	fprintf(d->out, "journal inode: %u\njournal superblock block: %" PRIu64 "\n",
+		MFS_JOURNAL_INO, pblk);
+	jnl_sb_print(d->blk, d->out);
+	return 0;
+}
+
+/* ---- verify -------------------------------------------------------------- */
+
+struct tally {
+	unsigned long inodes, dir_blocks, indirect;
+};
+
+/* Check the checksums of an indirect tree of @depth levels under @blk. */
+static int verify_tree(struct dbg *d, uint32_t ino, uint64_t blk, int depth,
+		       struct tally *t)
+{
+	uint32_t apb = mfs_addr_per_block(d->raw.bs);
+	uint32_t *ptrs = bdev_alloc_buf(d->raw.bs);
+	int err;
+
+	if (!ptrs)
+		return -ENOMEM;
+	err = mfs_raw_read(&d->raw, blk, ptrs);
+	if (!err && !mfs_block_csum_ok(&d->raw.sb, MFS_CSUM_INDIRECT, ino, ptrs)) {
+		snprintf(d->raw.why, sizeof(d->raw.why), "indirect block %" PRIu64
+			 " of inode %" PRIu32 ": checksum mismatch", blk, ino);
+		err = -EUCLEAN;
+	}
+	t->indirect++;
+	for (uint32_t i = 0; i < apb && depth > 1 && !err; i++)
+		if (ptrs[i])
+			err = verify_tree(d, ino, le32toh(ptrs[i]), depth - 1, t);
+	bdev_free_buf(ptrs);
+	return err;
+}
+
+static int count_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
+{
+	return 0;
+}
+
+static int verify_inode(struct dbg *d, uint32_t ino, struct tally *t)
+{
+	struct mfs_inode in;
+	uint16_t mode;
+	int err = mfs_raw_inode(&d->raw, ino, &in);
+
+	if (err)
+		return err;
+	mode = le16toh(in.i_mode);
+	if (!mode)
+		return 0;
+	t->inodes++;
+	if (S_ISLNK(mode) && le64toh(in.i_size) < sizeof(in.i_block))
+		return 0;      /* a fast symlink: i_block holds the target */
+	for (int lvl = 1; lvl <= 3 && !err; lvl++)
+		if (in.i_block[MFS_NDIR_BLOCKS + lvl - 1])
+			err = verify_tree(d, ino, le32toh(in.i_block[MFS_NDIR_BLOCKS + lvl - 1]),
+					  lvl, t);
+	if (!err && S_ISDIR(mode)) {
+		err = walk_dir(d, ino, count_dirent, NULL);
+		t->dir_blocks += le64toh(in.i_size) / d->raw.bs;
+	}
+	return err;
+}
+
+/* Count a failed check and keep going, so one run lists every problem. */
+static void note(struct dbg *d, int err)
+{
+	if (!err)
+		return;
+	d->problems++;
+	mlog_err("%s", err == -EUCLEAN || err == -ENOTDIR ? d->raw.why : strerror(-err));
+}
+
+static void verify_group_inodes(struct dbg *d, uint32_t g, struct tally *t)
+{
+	uint32_t ipg = le32toh(d->raw.sb.s_inodes_per_group);
+	const struct mfs_group_desc *gd;
+	uint8_t *map = malloc(d->raw.bs);
+	int err = mfs_raw_gdesc(&d->raw, g, &gd);
+
+	if (!map) {
+		note(d, -ENOMEM);
+		return;
+	}
+	if (!err)
+		err = mfs_raw_read(&d->raw, le32toh(gd->bg_inode_bitmap), d->blk);
+	if (!err)
+		memcpy(map, d->blk, d->raw.bs);
+	for (uint32_t i = 0; i < ipg && !err; i++)
+		if (map[i / 8] & (1u << (i % 8)))
+			note(d, verify_inode(d, g * ipg + i + 1, t));
+	note(d, err);
+	free(map);
+}
+
+static int cmd_verify(struct dbg *d)
+{
+	struct tally t = { 0 };
+	uint32_t groups = le32toh(d->raw.sb.s_groups_count);
+
+	d->out = fopen("/dev/null", "w");
+	if (!d->out)
+		return EXIT_USAGE;
+	if (cmd_groups(d))
+		d->problems++;
+	for (uint32_t g = 0; g < groups; g++)
+		verify_group_inodes(d, g, &t);
+	if (cmd_regions(d))
+		d->problems++;
+	if (cmd_journal(d))
+		d->problems++;
+	fclose(d->out);
+	d->out = stdout;
+	printf("groups: %" PRIu32 "\ninodes: %lu\ndirectory blocks: %lu\n"
+	       "indirect blocks: %lu\nproblems: %lu\n", groups, t.inodes,
+	       t.dir_blocks, t.indirect, d->problems);
+	return d->problems ? EXIT_DAMAGED : 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static int run_command(struct dbg *d, const char *cmd, const char *arg)
+{
+	if (!strcmp(cmd, "super"))
+		return cmd_super(d);
+	if (!strcmp(cmd, "groups"))
+		return cmd_groups(d);
+	if (!strcmp(cmd, "inode"))
+		return cmd_inode(d, arg);
+	if (!strcmp(cmd, "ls"))
+		return cmd_ls(d, arg);
+	if (!strcmp(cmd, "regions"))
+		return cmd_regions(d);
+	if (!strcmp(cmd, "journal"))
+		return cmd_journal(d);
+	if (!strcmp(cmd, "verify"))
+		return cmd_verify(d);
+	mlog_err("unknown command '%s'; see miscfs-debug -h", cmd);
+	return EXIT_USAGE;
+}
+
+static int open_image(const char *path, struct dbg *d, struct bdev **bd)
+{
+	/* 1024-byte granularity reads every structure of every block size. */
+	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true };
+	int err = bdev_open(path, &bo, bd);
+
+	if (err) {
+		mlog_err("cannot open %s: %s", path, strerror(-err));
+		return EXIT_USAGE;
+	}
+	err = mfs_raw_open(*bd, &d->raw);
+	if (err) {
+		if (err != -EUCLEAN)
+			mlog_err("cannot read %s: %s", path, strerror(-err));
+		bdev_close(*bd);
+		return err == -EUCLEAN ? EXIT_DAMAGED : EXIT_USAGE;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct dbg d = { .out = stdout };
+	struct bdev *bd;
+	int st;
+
+	mlog_set_ident("miscfs-debug");
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (argc < 2 || argc > 4) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	st = open_image(argv[1], &d, &bd);
+	if (st)
+		return st;
+	d.blk = bdev_alloc_buf(d.raw.bs);
+	st = d.blk ? run_command(&d, argc > 2 ? argv[2] : "super", argc > 3 ? argv[3] : NULL)
+		   : EXIT_USAGE;
+	bdev_free_buf(d.blk);
+	mfs_raw_close(&d.raw);
+	bdev_close(bd);
+	return st;
+}

@@ -1,0 +1,296 @@
+/*
+ * mkfs.miscfs - create a miscfs filesystem on an image file or device.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mfs.h"
+#include "tools.h"
+#include "util.h"
+
+static const char usage_text[] =
+"Usage: mkfs.miscfs [options] IMAGE [SIZE]\n"
+"\n"
+"Create a miscfs filesystem on IMAGE, an image file or a block device.\n"
+"With SIZE, an image file is created (or resized) to SIZE bytes first.\n"
+"Sizes take the suffixes K, M, G and T (powers of 1024).\n"
+"\n"
+"Options:\n"
+"  -b SIZE        block size: 1024, 2048 or 4096 (default 4096)\n"
+"  -N COUNT       number of inodes\n"
+"  -i BYTES       bytes per inode (default 16384; 4096 below 512M)\n"
+"  -L LABEL       volume label, up to 32 bytes\n"
+"  -U UUID        filesystem UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)\n"
+"  -J SIZE        journal size (also -J size=SIZE); at least 1024 blocks\n"
+"  -R NAME:SIZE   reserve a region of SIZE bytes named NAME (repeatable);\n"
+"                 NAME is 1-31 characters of [A-Za-z0-9._-]\n"
+"  -F             force: overwrite an existing filesystem\n"
+"  -q             quiet\n"
+"  -h             this help\n"
+"  -V             version\n"
+"\n"
+"Exit status: 0 success, 1 failure (one line on stderr names the problem).\n";
+
+struct mkfs_args {
+	struct mfs_mkfs_opts o;
+	const char *image;
+	uint64_t size;          /* 0: use the target's size */
+	bool force, quiet;
+};
+
+static int parse_uuid(const char *s, uint8_t out[16])
+{
+	unsigned n = 0;
+
+	for (; *s && n < 32; s++) {
+		if (*s == '-')
+			continue;
+		if (!isxdigit((unsigned char)*s))
+			return -EINVAL;
+		int v = isdigit((unsigned char)*s) ? *s - '0' : tolower(*s) - 'a' + 10;
+		out[n / 2] = (uint8_t)(n % 2 ? (out[n / 2] | v) : (v << 4));
+		n++;
+	}
+	return (n == 32 && !*s) ? 0 : -EINVAL;
+}
+
+static int parse_region(const char *arg, struct mfs_mkfs_opts *o)
+{
+	const char *colon = strchr(arg, ':');
+	size_t len = colon ? (size_t)(colon - arg) : 0;
+	struct mfs_region_spec *r;
+
+	if (!colon || len == 0 || len >= MFS_REGION_NAME_LEN)
+		return tool_fail("region '%s': expected NAME:SIZE with a name of "
+				 "1-%u characters", arg, MFS_REGION_NAME_LEN - 1);
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)arg[i]) && !strchr("._-", arg[i]))
+			return tool_fail("region '%s': the name may hold only "
+					 "[A-Za-z0-9._-]", arg);
+	if (o->nregions >= MFS_MAX_REGIONS_ARG)
+		return tool_fail("too many regions (at most %d)", MFS_MAX_REGIONS_ARG);
+	r = &o->regions[o->nregions];
+	memset(r->name, 0, sizeof(r->name));
+	memcpy(r->name, arg, len);
+	if (ut_parse_size(colon + 1, &r->bytes) || !r->bytes)
+		return tool_fail("region '%s': '%s' is not a size", arg, colon + 1);
+	o->nregions++;
+	return 0;
+}
+
+static int parse_opt(int c, const char *arg, struct mkfs_args *a)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'b':
+		if (ut_parse_size(arg, &v) || v > UINT32_MAX)
+			return tool_fail("block size '%s' is not a number", arg);
+		a->o.block_size = (uint32_t)v;
+		return 0;
+	case 'N':
+	case 'i':
+		if (ut_parse_size(arg, &v) || !v || v > UINT32_MAX)
+			return tool_fail("-%c '%s' is not a positive number", c, arg);
+		*(c == 'N' ? &a->o.inodes : &a->o.bytes_per_inode) = (uint32_t)v;
+		return 0;
+	case 'L':
+		if (strlen(arg) > MFS_LABEL_LEN)
+			return tool_fail("label '%s' is longer than %u bytes", arg,
+					 MFS_LABEL_LEN);
+		strcpy(a->o.label, arg);
+		return 0;
+	case 'U':
+		if (parse_uuid(arg, a->o.uuid))
+			return tool_fail("'%s' is not a UUID", arg);
+		a->o.uuid_set = true;
+		return 0;
+	case 'J':
+		if (!strncmp(arg, "size=", 5))
+			arg += 5;
+		if (ut_parse_size(arg, &a->o.journal_bytes) || !a->o.journal_bytes)
+			return tool_fail("journal size '%s' is not a size", arg);
+		return 0;
+	case 'R':
+		return parse_region(arg, &a->o);
+	case 'F': a->force = true; return 0;
+	case 'q': a->quiet = true; return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, struct mkfs_args *a)
+{
+	int c, err;
+
+	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:Fqh?V")) != -1) {
+		if (c == 'h' || c == '?') {
+			fputs(usage_text, c == 'h' ? stdout : stderr);
+			exit(c == 'h' ? 0 : 1);
+		}
+		if (c == 'V') {
+			printf("mkfs.miscfs %s\n", MISCFS_VERSION);
+			exit(0);
+		}
+		err = parse_opt(c, optarg, a);
+		if (err)
+			return err;
+	}
+	if (optind >= argc || argc - optind > 2)
+		return tool_fail("expected IMAGE [SIZE]; see mkfs.miscfs -h");
+	a->image = argv[optind];
+	if (optind + 1 < argc && (ut_parse_size(argv[optind + 1], &a->size) || !a->size))
+		return tool_fail("size '%s' is not a size", argv[optind + 1]);
+	return 0;
+}
+
+/* Known signatures at fixed offsets, so mkfs does not silently destroy an
+ * existing filesystem. */
+static const char *existing_fs(int fd)
+{
+	static const struct { uint64_t off; const char *magic; size_t len; const char *name; } sigs[] = {
+		{ 1024, "MFS1", 4, "miscfs" },
+		{ 1080, "\x53\xef", 2, "ext2/3/4" },
+		{ 0, "XFSB", 4, "xfs" },
+		{ 65600, "_BHRfS_M", 8, "btrfs" },
+		{ 4086, "SWAPSPACE2", 10, "swap" },
+		{ 3, "NTFS    ", 8, "ntfs" },
+		{ 82, "FAT32   ", 8, "vfat" },
+	};
+	char buf[16];
+
+	for (size_t i = 0; i < UT_ARRAY_SIZE(sigs); i++)
+		if (pread(fd, buf, sigs[i].len, (off_t)sigs[i].off) == (ssize_t)sigs[i].len &&
+		    !memcmp(buf, sigs[i].magic, sigs[i].len))
+			return sigs[i].name;
+	return NULL;
+}
+
+/* Open the target, refusing one that is mounted or holds a filesystem. */
+static int open_target(struct mkfs_args *a, bool *is_file)
+{
+	struct stat st;
+	const char *fs, *where;
+	int fd = open(a->image, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT && a->size)
+		fd = open(a->image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	else if (fd < 0 && errno == ENOENT)
+		return tool_fail("%s does not exist; give a SIZE to create it", a->image);
+	if (fd < 0)
+		return tool_fail("cannot open %s: %s", a->image, strerror(errno));
+	if (fstat(fd, &st) || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
+		close(fd);
+		return tool_fail("%s is neither a regular file nor a block device", a->image);
+	}
+	*is_file = S_ISREG(st.st_mode);
+	where = tool_mounted_on(a->image);
+	if (where || flock(fd, LOCK_EX | LOCK_NB)) {
+		close(fd);
+		if (where)
+			return tool_fail("%s is mounted on %s", a->image, where);
+		return tool_fail("%s is in use by another process (mounted?)", a->image);
+	}
+	fs = existing_fs(fd);
+	if (fs && !a->force) {
+		close(fd);
+		return tool_fail("%s already holds a %s filesystem; use -F to "
+				 "overwrite it", a->image, fs);
+	}
+	return fd;
+}
+
+/* An image file is emptied and regrown: every byte then reads zero, and
+ * mkfs need not write the inode tables. */
+static int size_target(struct mkfs_args *a, int fd, bool is_file)
+{
+	struct stat st;
+
+	if (!is_file) {
+		if (a->size)
+			return tool_fail("SIZE is only for image files; %s is a "
+					 "block device", a->image);
+		return 0;
+	}
+	if (fstat(fd, &st))
+		return tool_fail("%s: %s", a->image, strerror(errno));
+	if (!a->size)
+		a->size = (uint64_t)st.st_size;
+	if (!a->size)
+		return tool_fail("%s is empty; give a SIZE to create the image", a->image);
+	if (ftruncate(fd, 0) || ftruncate(fd, (off_t)a->size))
+		return tool_fail("cannot size %s to %" PRIu64 " bytes: %s", a->image,
+				 a->size, strerror(errno));
+	a->o.zeroed = true;
+	return 0;
+}
+
+static void print_summary(const struct mkfs_args *a, struct bdev *bd)
+{
+	struct mfs_raw raw;
+	char buf[32];
+
+	if (mfs_raw_open(bd, &raw))
+		return;
+	printf("Created a miscfs filesystem on %s\n", a->image);
+	printf("  %" PRIu64 " blocks of %" PRIu32 " bytes (%s), %" PRIu32 " inodes, "
+	       "%" PRIu32 " groups\n", le64toh(raw.sb.s_blocks_count), raw.bs,
+	       ut_format_size(le64toh(raw.sb.s_blocks_count) * raw.bs, buf, sizeof(buf)),
+	       le32toh(raw.sb.s_inodes_count), le32toh(raw.sb.s_groups_count));
+	printf("  journal: %" PRIu32 " blocks\n", le32toh(raw.sb.s_journal_blocks));
+	printf("  superblock backups in groups:");
+	for (uint32_t g = 1; g < le32toh(raw.sb.s_groups_count); g++)
+		if (mfs_group_has_super(g))
+			printf(" %" PRIu32, g);
+	printf("\n");
+	for (unsigned i = 0; i < a->o.nregions; i++)
+		printf("  region %s: %s\n", a->o.regions[i].name,
+		       ut_format_size(a->o.regions[i].bytes, buf, sizeof(buf)));
+	mfs_raw_close(&raw);
+}
+
+static int run(struct mkfs_args *a)
+{
+	struct bdev_open_opts bo = { .block_size = a->o.block_size ? a->o.block_size : 4096 };
+	struct bdev *bd;
+	bool is_file = false;
+	int fd, err;
+
+	fd = open_target(a, &is_file);
+	if (fd < 0)
+		return fd;
+	err = size_target(a, fd, is_file);
+	if (!err && bo.block_size != 1024 && bo.block_size != 2048 && bo.block_size != 4096)
+		err = tool_fail("block size %" PRIu32 " is not supported (use 1024, "
+				"2048 or 4096)", bo.block_size);
+	if (!err)
+		err = bdev_open(a->image, &bo, &bd);
+	if (!err) {
+		err = mfs_mkfs(bd, &a->o);
+		if (!err && !a->quiet)
+			print_summary(a, bd);
+		bdev_close(bd);
+	}
+	close(fd);      /* drops the lock only now: no one raced the format */
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct mkfs_args a = { 0 };
+
+	mlog_set_ident("mkfs.miscfs");
+	if (parse_args(argc, argv, &a))
+		return 1;
+	return run(&a) ? 1 : 0;
+}
