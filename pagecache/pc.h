@@ -1,0 +1,516 @@
+/*
+ * pc.h - the miscfs page cache.
+ *
+ * A cache of fixed-size pages (one device block each) kept in the daemon,
+ * with no knowledge of the filesystem format.  Pages are indexed per
+ * mapping (one per inode, one for metadata blocks); the owner of a mapping
+ * supplies the address-space operations that read and write its pages.
+ *
+ * The pieces:
+ *   pages     a descriptor per page: flags word, reference count, index,
+ *             mapping, data (aligned for O_DIRECT), owner's private pointer;
+ *   flags     kernel-style accessors (PageDirty, SetPageUptodate ...) and
+ *             exactly one flag that belongs to the filesystem alone,
+ *             PG_fs_misc (PageMiscFS ...), which the core never tests;
+ *   mappings  a lock-free-read index from page index to page;
+ *   reclaim   a two-list LRU held within a memory budget fixed at creation;
+ *   flusher   a background thread that writes back expired dirty pages and
+ *             keeps dirty memory below a share of the budget;
+ *   readahead growing windows submitted as one batch;
+ *   helpers   batched bdev I/O for owners that map a page index to a block;
+ *   regions   reserved ranges of the device mmap(MAP_SHARED)ed and served
+ *             outside the cache (no LRU, no refcount, no writeback).
+ *
+ * Threads: every call is safe from any thread unless said otherwise.  A
+ * lookup of a cached page takes no lock at all.
+ *
+ * Lock order (outermost first), see pagecache/README.md:
+ *   mapping writeback lock > page lock (several: in index order) >
+ *   mapping index lock > cache LRU lock > cache pool lock.
+ * The owner's operations are called with no cache-internal lock held,
+ * but possibly with page locks held as each one documents.
+ *
+ * Errors are negative errno values.
+ */
+#ifndef MISCFS_PC_H
+#define MISCFS_PC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bdev.h"
+
+struct pc_cache;
+struct pc_mapping;
+struct pc_region;
+
+/* ---- pages ---------------------------------------------------------------- */
+
+/*
+ * Page flag bits.  The first group is the usual set; PG_fs_misc is the
+ * filesystem's ("don't let me spread"); the last group is the core's own
+ * bookkeeping and never interesting to an owner.
+ */
+enum pc_page_flag {
+	PG_locked,        /* I/O or exclusive use in progress; sleepable lock */
+	PG_uptodate,      /* data is valid */
+	PG_dirty,         /* data is newer than the device */
+	PG_writeback,     /* a write of the page is in flight */
+	PG_error,         /* the last read or write of the page failed */
+	PG_referenced,    /* accessed since the LRU last looked at it */
+	PG_active,        /* on the active LRU list */
+	PG_lru,           /* on an LRU list */
+	PG_private,       /* ->private is set (pc_attach_private) */
+	PG_mappedtodisk,  /* every block of the page has a place on disk */
+	PG_fs_misc,       /* the filesystem's own; the core never tests it */
+	PG_readahead,     /* core: reaching this page starts async readahead */
+	PG_promote,       /* core: accessed again while inactive */
+	PG_waiters,       /* core: a thread sleeps on a bit of this page */
+	PG_NR_FLAGS
+};
+
+/*
+ * A page descriptor: 56 bytes.  The owner reads ->data and ->private and
+ * uses the accessors below; every other field belongs to the core.
+ * Descriptors live as long as their cache, so a stale pointer never
+ * points into freed memory, but only a held reference keeps a page's
+ * identity (mapping, index) from changing.
+ */
+struct pc_page {
+	_Atomic uint32_t flags;              /* 1u << PG_* */
+	_Atomic int32_t count;               /* references; the index holds one */
+	_Atomic uint64_t index;              /* page number within the mapping */
+	struct pc_mapping *_Atomic mapping;  /* NULL once removed from the cache */
+	void *data;                          /* block_size bytes, aligned */
+	void *private;                       /* the owner's (PG_private) */
+	uint32_t lru_prev, lru_next;         /* core: LRU or free list */
+	_Atomic uint32_t hash_next;          /* core: index chain */
+	_Atomic uint32_t dirtied_ms;         /* core: when it became dirty */
+};
+
+/*
+ * The accessor family, generated for every flag by one macro:
+ *   PageX(p)  SetPageX(p)  ClearPageX(p)  TestSetPageX(p)  TestClearPageX(p)
+ * Set/Clear/TestSet/TestClear are atomic read-modify-writes with full
+ * ordering; PageX is an acquire load (data written before SetPageUptodate
+ * is visible to a reader that sees PageUptodate).
+ *
+ * Owners may set and clear Uptodate, Error, MappedToDisk, Referenced and
+ * MiscFS directly.  Locked, Dirty, Writeback, LRU, Active and Private carry
+ * accounting or waiters: change them only through the pc_ calls
+ * (pc_lock_page, pc_set_page_dirty, pc_set_page_writeback, ...).
+ */
+#define PC_PAGEFLAG_FNS(Name, bit)                                             \
+static inline bool Page##Name(const struct pc_page *p)                         \
+{                                                                              \
+	return (atomic_load_explicit((_Atomic uint32_t *)&p->flags,            \
+				     memory_order_acquire) >> (bit)) & 1u;     \
+}                                                                              \
+static inline void SetPage##Name(struct pc_page *p)                            \
+{                                                                              \
+	atomic_fetch_or(&p->flags, 1u << (bit));                               \
+}                                                                              \
+static inline void ClearPage##Name(struct pc_page *p)                          \
+{                                                                              \
+	atomic_fetch_and(&p->flags, ~(1u << (bit)));                           \
+}                                                                              \
+static inline bool TestSetPage##Name(struct pc_page *p)                        \
+{                                                                              \
+	return (atomic_fetch_or(&p->flags, 1u << (bit)) >> (bit)) & 1u;        \
+}                                                                              \
+static inline bool TestClearPage##Name(struct pc_page *p)                      \
+{                                                                              \
+	return (atomic_fetch_and(&p->flags, ~(1u << (bit))) >> (bit)) & 1u;    \
+}
+
+/* (accessor name, bit) for every flag an owner may look at. */
+#define PC_PAGE_FLAGS(X)                 \
+	X(Locked, PG_locked)             \
+	X(Uptodate, PG_uptodate)         \
+	X(Dirty, PG_dirty)               \
+	X(Writeback, PG_writeback)       \
+	X(Error, PG_error)                \
+	X(Referenced, PG_referenced)     \
+	X(Active, PG_active)             \
+	X(LRU, PG_lru)                   \
+	X(Private, PG_private)           \
+	X(MappedToDisk, PG_mappedtodisk) \
+	X(MiscFS, PG_fs_misc)
+
+PC_PAGE_FLAGS(PC_PAGEFLAG_FNS)
+
+/*
+ * Wait until PG_fs_misc is clear (at once if it is).  The filesystem uses
+ * the flag as a "work pending" mark and waits for its end here.
+ */
+void wait_on_page_fs_misc(struct pc_page *page);
+/* Clear PG_fs_misc, which must be set, and wake its waiters. */
+void end_page_fs_misc(struct pc_page *page);
+
+/* Relaxed reads of the identity fields; stable while a reference is held
+ * and the page is still in its mapping. */
+static inline uint64_t pc_page_index(const struct pc_page *p)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&p->index,
+				    memory_order_relaxed);
+}
+static inline struct pc_mapping *pc_page_mapping(const struct pc_page *p)
+{
+	return atomic_load_explicit((struct pc_mapping *_Atomic *)&p->mapping,
+				    memory_order_acquire);
+}
+
+/* ---- the cache ------------------------------------------------------------ */
+
+struct pc_config {
+	uint32_t block_size;        /* page size: the device block size */
+	uint32_t data_align;        /* buffer alignment (bd->dma_align); 0: none
+	                               beyond block_size.  Pages are spaced by
+	                               max(block_size, data_align). */
+	uint64_t budget;            /* bytes for page data + descriptors; room
+	                               for at least 64 pages */
+	uint32_t dirty_expire_ms;   /* flusher writes pages dirty this long;
+	                               0: 5000 */
+	uint32_t flush_interval_ms; /* flusher wakes this often; 0: 1000 */
+	uint32_t dirty_bg_pct;      /* flusher writes at once above this share
+	                               of the budget dirty; 0: 20 */
+	uint32_t dirty_max_pct;     /* pc_balance_dirty() blocks above it; 0: 50 */
+	uint32_t ra_max_pages;      /* largest readahead window; 0: 1 MiB worth */
+	bool no_flusher;            /* no background thread (tests) */
+};
+
+/* -EINVAL for a bad configuration, -ENOMEM, or a pthread error. */
+int pc_cache_create(const struct pc_config *cfg, struct pc_cache **out);
+/* Stops the flusher.  Every mapping must have been destroyed and every
+ * region unmapped. */
+void pc_cache_destroy(struct pc_cache *c);
+uint32_t pc_block_size(const struct pc_cache *c);
+
+/* Change the flusher's expiry time (milliseconds; 0 writes every dirty page
+ * at its next pass). */
+void pc_set_dirty_expire(struct pc_cache *c, uint32_t ms);
+/* Wake the flusher now. */
+void pc_flusher_kick(struct pc_cache *c);
+/* Wake the flusher and wait until a whole pass that began after this call
+ * has finished.  Returns at once if there is no flusher. */
+void pc_flusher_sync(struct pc_cache *c);
+/*
+ * Throttle a writer: while dirty pages exceed dirty_max_pct of the budget,
+ * kick the flusher and wait for it.  Call it after dirtying pages, with no
+ * page lock held.
+ */
+void pc_balance_dirty(struct pc_cache *c);
+/* Write back every dirty page of every mapping and wait for it (syncfs).
+ * Returns the first error any mapping reported. */
+int pc_sync_cache(struct pc_cache *c);
+
+/* ---- mappings and their owner's operations -------------------------------- */
+
+enum pc_wb_reason {
+	PC_WB_EXPIRED,    /* flusher: pages older than the expiry time */
+	PC_WB_PRESSURE,   /* flusher: too many dirty pages for the budget */
+	PC_WB_SYNC,       /* pc_write_and_wait_range / pc_sync_mapping / ... */
+};
+
+/* What a writeback pass asks of the owner. */
+struct pc_wbc {
+	enum pc_wb_reason reason;
+	bool sync;        /* data integrity: the caller will wait for it */
+};
+
+/*
+ * The owner's operations; @ctx is the pointer given to pc_mapping_create.
+ * Any of them may be NULL, with the default said below.
+ *
+ * Reads: every page handed over is locked, not uptodate, in the mapping.
+ * The owner starts the read and, once it is done, ends each page exactly
+ * once with pc_end_read(page, err) (which sets uptodate or error and
+ * unlocks), possibly before the call returns, from any thread.  The
+ * return value only reports; the pages must be ended in every case.
+ *
+ * Writes: every page handed over is locked, in the mapping, and its dirty
+ * bit has just been cleared.  For each page the owner either
+ *   - calls pc_set_page_writeback(page), unlocks it, starts the write and
+ *     ends it with pc_end_page_writeback(page, err), or
+ *   - declines it: pc_set_page_dirty_default(page) and unlocks it.
+ * Pages come sorted by index, so runs of neighbours can become one I/O.
+ */
+struct pc_mapping_ops {
+	/* NULL: the page fails with -EIO. */
+	int (*readpage)(void *ctx, struct pc_page *page);
+	/* A batch, for readahead; NULL: readpage for each. */
+	int (*readpages)(void *ctx, struct pc_mapping *m,
+			 struct pc_page **pages, unsigned int n);
+	/* NULL: writepages must be set, or dirty pages stay dirty. */
+	int (*writepage)(void *ctx, struct pc_page *page,
+			 const struct pc_wbc *wbc);
+	/* A batch; NULL: writepage for each. */
+	int (*writepages)(void *ctx, struct pc_mapping *m,
+			  struct pc_page **pages, unsigned int n,
+			  const struct pc_wbc *wbc);
+	/*
+	 * Mark a page dirty (page referenced, normally locked).  Must end in
+	 * pc_set_page_dirty_default(); may do more first (ext3 set
+	 * PG_fs_misc here for journalled data).  NULL: the default alone.
+	 * Returns what pc_set_page_dirty_default returned.
+	 */
+	int (*set_page_dirty)(void *ctx, struct pc_page *page);
+	/*
+	 * The page (locked, PG_private set) is being truncated from byte
+	 * @offset of the page on (0: the whole page is going away).  For 0
+	 * the owner must detach its private data.
+	 */
+	void (*invalidatepage)(void *ctx, struct pc_page *page, uint32_t offset);
+	/*
+	 * Reclaim or invalidation wants to drop a clean, locked page with
+	 * PG_private set.  Detach the private data and return true, or
+	 * return false to keep the page.  Must not sleep on I/O.
+	 * NULL: such pages are never dropped.
+	 */
+	bool (*releasepage)(void *ctx, struct pc_page *page);
+};
+
+/*
+ * A mapping: one per inode, one for metadata.  @ops and @ctx must outlive
+ * it.  -ENOMEM.
+ */
+int pc_mapping_create(struct pc_cache *c, const struct pc_mapping_ops *ops,
+		      void *ctx, struct pc_mapping **out);
+/*
+ * Drop every page (as pc_truncate from 0, waiting for writeback) and free
+ * the mapping.  Dirty pages are discarded: sync first to keep them.  No
+ * other thread may use the mapping during or after the call.
+ */
+void pc_mapping_destroy(struct pc_mapping *m);
+void *pc_mapping_ctx(const struct pc_mapping *m);
+struct pc_cache *pc_mapping_cache(const struct pc_mapping *m);
+uint64_t pc_mapping_nrpages(const struct pc_mapping *m);
+
+/* ---- lookup and references ------------------------------------------------ */
+
+/*
+ * The cached page at @index with a reference taken, or NULL.  Lock-free.
+ * The page may be locked, not uptodate, or being truncated: check under
+ * the page lock that pc_page_mapping(page) is still @m when it matters.
+ */
+struct pc_page *pc_find_get_page(struct pc_mapping *m, uint64_t index);
+/*
+ * The page at @index, created (not uptodate) if missing, referenced and
+ * locked.  May reclaim other pages or wait for writeback to make room.
+ * -ENOMEM if the budget is pinned full (every page referenced or locked).
+ */
+int pc_find_or_create_page(struct pc_mapping *m, uint64_t index,
+			   struct pc_page **out);
+/*
+ * The page at @index, uptodate and referenced (not locked): read through
+ * the owner's readpage if needed, waiting for it.  A failed read leaves
+ * PG_error set on the cached page and returns -EIO; the next call tries
+ * the read again.  -ENOMEM as pc_find_or_create_page.
+ */
+int pc_read_cache_page(struct pc_mapping *m, uint64_t index,
+		       struct pc_page **out);
+
+/*
+ * References are uniform: every cached page is got and put the same way.
+ * The mapping's index holds one reference of its own; when the last other
+ * one goes, a clean unlocked page becomes reclaimable, and a page already
+ * removed from its mapping is freed.  Putting a page that does not belong
+ * to a cache's pool (a region page) is a programmer error and aborts.
+ */
+void pc_get_page(struct pc_page *page);
+void pc_put_page(struct pc_page *page);
+
+/* ---- page lock and waiting ------------------------------------------------ */
+
+/* Sleep until the page lock is ours.  Hold a reference. */
+void pc_lock_page(struct pc_page *page);
+bool pc_trylock_page(struct pc_page *page);
+/* Release the page lock and wake its waiters. */
+void pc_unlock_page(struct pc_page *page);
+void pc_wait_on_page_locked(struct pc_page *page);
+void pc_wait_on_page_writeback(struct pc_page *page);
+
+/* ---- dirtying, writeback, read completion --------------------------------- */
+
+/* Dirty a page through the owner's set_page_dirty (or the default).
+ * Returns 1 if the page was clean before, 0 if it was already dirty. */
+int pc_set_page_dirty(struct pc_page *page);
+/*
+ * The core's dirtying: set PG_dirty and, if it was clear, account the page
+ * and queue it for the flusher.  Returns 1 if newly dirty, else 0.  Never
+ * touches PG_fs_misc.
+ */
+int pc_set_page_dirty_default(struct pc_page *page);
+/* Start writeback of a locked page (see struct pc_mapping_ops). */
+void pc_set_page_writeback(struct pc_page *page);
+/*
+ * End writeback: on error set PG_error and record @err in the mapping,
+ * to be returned once by the next pc_write_and_wait_range/pc_sync_mapping.
+ * Wakes waiters.  Any thread, any context.
+ */
+void pc_end_page_writeback(struct pc_page *page, int err);
+/* End a read: uptodate (err 0) or PG_error, then unlock. */
+void pc_end_read(struct pc_page *page, int err);
+
+/* Owner's private pointer; the page must be locked. */
+void pc_attach_private(struct pc_page *page, void *priv);
+void *pc_detach_private(struct pc_page *page);
+
+/* ---- whole mappings ------------------------------------------------------- */
+
+/*
+ * Remove every page from byte @from on: each is locked, its writeback
+ * waited for, invalidatepage(page, 0) called if it has private data, its
+ * dirty state dropped.  The page holding @from, if @from is not at a page
+ * boundary, stays; its tail from @from is zeroed and invalidatepage called
+ * with that offset.  Pages still referenced elsewhere are removed from the
+ * mapping (pc_page_mapping() becomes NULL) and freed at their last put.
+ */
+void pc_truncate(struct pc_mapping *m, uint64_t from);
+/*
+ * Drop the clean pages from byte @from on that nobody uses (not locked,
+ * dirty, under writeback or referenced), releasing private data through
+ * releasepage.  Never loses data.  Returns the number of pages dropped.
+ */
+uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
+/*
+ * Write back the dirty pages holding bytes [start, end) and wait for all
+ * writeback there, including writes already in flight.  end UINT64_MAX:
+ * to the end.  Returns 0 or the first error recorded for the mapping since
+ * the last report (-EIO ...), which it clears.
+ */
+int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+/* The whole mapping (fsync). */
+int pc_sync_mapping(struct pc_mapping *m);
+
+/* ---- readahead ------------------------------------------------------------ */
+
+/* One per reader stream (an open file); zero it or call pc_ra_init. */
+struct pc_ra_state {
+	uint64_t start;        /* first page of the current window */
+	uint32_t size;         /* pages in it */
+	uint32_t async_size;   /* the last async_size pages start the next */
+	uint64_t prev;         /* last page read, UINT64_MAX: none */
+};
+
+void pc_ra_init(struct pc_ra_state *ra);
+/*
+ * Start reading the missing pages of [start, start + nr), not beyond page
+ * @limit, in one batch through readpages; does not wait.  Pages that cannot
+ * be allocated without waiting are skipped.  Returns the number of pages
+ * submitted.
+ */
+unsigned int pc_readahead(struct pc_mapping *m, uint64_t start,
+			  unsigned int nr, uint64_t limit);
+/*
+ * Like pc_read_cache_page, for a reader that will read @nr pages from
+ * @index on (its request) within a file of @limit pages (UINT64_MAX: no
+ * limit).  Sequential readers get a window that doubles up to
+ * ra_max_pages, read ahead asynchronously in one batch when they reach
+ * the marked page of the previous one.  Random readers get only what they
+ * ask for.
+ */
+int pc_read_page_ra(struct pc_mapping *m, struct pc_ra_state *ra,
+		    uint64_t index, unsigned int nr, uint64_t limit,
+		    struct pc_page **out);
+
+/* ---- helpers for owners that map pages to device blocks ------------------ */
+
+/* Returned by a block-mapping function for a page with no block. */
+#define PC_BLOCK_HOLE 1
+
+/*
+ * Map page @index of @m to a device block (in units of the device block
+ * size, which must equal the cache's).  Returns 0 with *block set,
+ * PC_BLOCK_HOLE (reads: the page is zero-filled; writes: nothing is
+ * written and the page counts as clean), or -errno (the page fails).
+ * @write is true when called for writeback (an owner may allocate then).
+ */
+typedef int (*pc_block_map_fn)(void *ctx, struct pc_mapping *m,
+			       uint64_t index, bool write, uint64_t *block);
+
+/* The identity: page index i is device block i (the metadata mapping). */
+int pc_block_map_identity(void *ctx, struct pc_mapping *m, uint64_t index,
+			  bool write, uint64_t *block);
+
+/*
+ * Read (or write) a batch of pages as readpages (writepages) must: map
+ * each page, merge runs of neighbouring blocks into vectored requests and
+ * hand them all to bdev_submit() at once.  Completion ends each page.
+ * Returns 0 or the first error met while building the batch (the pages
+ * concerned are ended with it anyway).
+ */
+int pc_block_readpages(struct bdev *bd, pc_block_map_fn map, void *ctx,
+		       struct pc_mapping *m, struct pc_page **pages,
+		       unsigned int n);
+int pc_block_writepages(struct bdev *bd, pc_block_map_fn map, void *ctx,
+			struct pc_mapping *m, struct pc_page **pages,
+			unsigned int n);
+
+/*
+ * Ready-made operations for a mapping of the device itself (identity
+ * block map, no private data): pass the struct bdev * as ctx.
+ */
+extern const struct pc_mapping_ops pc_identity_ops;
+
+/* ---- reserved regions ----------------------------------------------------- */
+
+#define PC_REGION_WRITE    0x1u   /* map writable */
+#define PC_REGION_PRIVATE  0x2u   /* MAP_PRIVATE; refused with WRITE */
+
+/*
+ * Map bytes [off, off + len) of @bd as a reserved region, MAP_SHARED over
+ * bd->fd.  Its pages are served from the mapping, outside the cache: not
+ * on the LRU, not in the budget, not refcounted, never written back by the
+ * flusher (use pc_region_sync).
+ *   -EACCES  PC_REGION_PRIVATE | PC_REGION_WRITE (no private writable
+ *            mappings of a region);
+ *   -EINVAL  an empty range, one outside the device (logged with the
+ *            range), or @off/@len not multiples of the block size;
+ *   -EROFS   PC_REGION_WRITE on a read-only device.
+ * On the memory device (fd -1) the region points straight into the
+ * device's contents (bdev_mem_data); pc_region_sync is then a no-op, and
+ * the device's power-cut simulation does not cover region stores.
+ */
+int pc_region_map(struct pc_cache *c, struct bdev *bd, uint64_t off,
+		  uint64_t len, unsigned int flags, struct pc_region **out);
+/* Unmap (without syncing) and free the region and its page descriptors. */
+void pc_region_unmap(struct pc_region *r);
+void *pc_region_data(const struct pc_region *r);
+uint64_t pc_region_len(const struct pc_region *r);
+/*
+ * Descriptor of block @i of the region (data points into the mapping;
+ * uptodate and mappedtodisk set), or NULL past the end.  Never get, put,
+ * lock or dirty it.
+ */
+struct pc_page *pc_region_page(struct pc_region *r, uint64_t i);
+/* msync(MS_SYNC) bytes [off, off + len) of the region; len 0: all of it. */
+int pc_region_sync(struct pc_region *r, uint64_t off, uint64_t len);
+
+/* ---- statistics ----------------------------------------------------------- */
+
+struct pc_stats {
+	uint64_t hits;            /* lookups that found the page */
+	uint64_t misses;          /* lookups that did not */
+	uint64_t readahead_pages; /* pages read by readahead */
+	uint64_t evictions;       /* pages reclaimed */
+	uint64_t dirty;           /* pages dirty now */
+	uint64_t writeback;       /* pages under writeback now */
+	uint64_t written;         /* writebacks completed */
+	uint64_t alloc_waits;     /* allocations that waited for writeback */
+	uint64_t flusher_passes;
+	uint64_t region_bytes;    /* bytes mapped by regions now */
+	uint64_t budget;          /* bytes, as configured */
+	uint64_t in_use;          /* bytes held by cached pages */
+	uint64_t pages;           /* pages cached now */
+	uint64_t max_pages;       /* pages the budget holds */
+	uint64_t page_cost;       /* bytes per page: data + descriptor */
+	uint64_t meta_bytes;      /* descriptors (all of the pool) + indexes */
+};
+
+/* A snapshot; counters are exact, gauges may be a moment apart. */
+void pc_get_stats(struct pc_cache *c, struct pc_stats *st);
+
+#endif /* MISCFS_PC_H */
