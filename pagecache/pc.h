@@ -194,7 +194,7 @@ void pc_set_dirty_expire(struct pc_cache *c, uint32_t ms);
 /* Wake the flusher now. */
 void pc_flusher_kick(struct pc_cache *c);
 /* Wake the flusher and wait until a whole pass that began after this call
- * has finished.  Returns at once if there is no flusher. */
+ * has finished.  Without a flusher (no_flusher), run one pass here. */
 void pc_flusher_sync(struct pc_cache *c);
 /*
  * Throttle a writer: while dirty pages exceed dirty_max_pct of the budget,
@@ -251,7 +251,7 @@ struct pc_mapping_ops {
 			  struct pc_page **pages, unsigned int n,
 			  const struct pc_wbc *wbc);
 	/*
-	 * Mark a page dirty (page referenced, normally locked).  Must end in
+	 * Mark a page dirty (page referenced and locked).  Must end in
 	 * pc_set_page_dirty_default(); may do more first (ext3 set
 	 * PG_fs_misc here for journalled data).  NULL: the default alone.
 	 * Returns what pc_set_page_dirty_default returned.
@@ -334,8 +334,9 @@ void pc_wait_on_page_writeback(struct pc_page *page);
 
 /* ---- dirtying, writeback, read completion --------------------------------- */
 
-/* Dirty a page through the owner's set_page_dirty (or the default).
- * Returns 1 if the page was clean before, 0 if it was already dirty. */
+/* Dirty a locked page through the owner's set_page_dirty (or the
+ * default).  Returns 1 if the page was clean before, 0 if it was already
+ * dirty or no longer in a mapping. */
 int pc_set_page_dirty(struct pc_page *page);
 /*
  * The core's dirtying: set PG_dirty and, if it was clear, account the page

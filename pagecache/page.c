@@ -1,0 +1,318 @@
+/*
+ * page.c - one page: references, the page lock and bit waiting, dirty and
+ * writeback state, read completion, the owner's private pointer.
+ *
+ * Waiting uses a futex on the flags word itself: a waiter sets PG_waiters
+ * and sleeps while the word still holds the value it saw; whoever clears
+ * a bit that someone may wait on (locked, writeback, fs_misc) and finds
+ * PG_waiters set, clears it and wakes every sleeper of that word.  Sleepers
+ * that still have to wait set it again.  The synchronisation itself is
+ * carried by the atomic flag operations, the futex only parks threads.
+ */
+#include "pc_i.h"
+
+#include "util.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t val)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL,
+		NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
+}
+
+/* Sleep until @bit of the page is clear. */
+void pc_page_wait_bit(struct pc_page *p, unsigned int bit)
+{
+	uint32_t mask = PF(bit);
+
+	for (;;) {
+		uint32_t v = atomic_load_explicit(&p->flags, memory_order_acquire);
+
+		if (!(v & mask))
+			return;
+		if (!(v & PF(PG_waiters))) {
+			v = atomic_fetch_or(&p->flags, PF(PG_waiters)) |
+			    PF(PG_waiters);
+			if (!(v & mask))
+				return;
+		}
+		futex_wait(&p->flags, v);
+	}
+}
+
+/* Wake every sleeper of the page; call after clearing the bit they wait on. */
+void pc_page_wake(struct pc_page *p)
+{
+	if (TestClearPageWaiters(p))
+		futex_wake_all(&p->flags);
+}
+
+static void clear_bit_wake(struct pc_page *p, unsigned int bit)
+{
+	uint32_t old = atomic_fetch_and(&p->flags, ~PF(bit));
+
+	assert(old & PF(bit));
+	if (old & PF(PG_waiters))
+		pc_page_wake(p);
+}
+
+/* ---- the page lock ------------------------------------------------------- */
+
+bool pc_trylock_page(struct pc_page *page)
+{
+	return !(atomic_fetch_or_explicit(&page->flags, PF(PG_locked),
+					  memory_order_acquire) & PF(PG_locked));
+}
+
+void pc_lock_page(struct pc_page *page)
+{
+	while (!pc_trylock_page(page))
+		pc_page_wait_bit(page, PG_locked);
+}
+
+void pc_unlock_page(struct pc_page *page)
+{
+	clear_bit_wake(page, PG_locked);
+}
+
+void pc_wait_on_page_locked(struct pc_page *page)
+{
+	pc_page_wait_bit(page, PG_locked);
+}
+
+void pc_wait_on_page_writeback(struct pc_page *page)
+{
+	pc_page_wait_bit(page, PG_writeback);
+}
+
+void wait_on_page_fs_misc(struct pc_page *page)
+{
+	pc_page_wait_bit(page, PG_fs_misc);
+}
+
+void end_page_fs_misc(struct pc_page *page)
+{
+	clear_bit_wake(page, PG_fs_misc);
+}
+
+/* ---- references ---------------------------------------------------------- */
+
+/* Take a reference unless the count is zero (free, or frozen by reclaim). */
+bool pc_page_try_get(struct pc_page *p)
+{
+	int32_t v = atomic_load_explicit(&p->count, memory_order_relaxed);
+
+	while (v > 0) {
+		if (atomic_compare_exchange_weak_explicit(&p->count, &v, v + 1,
+				memory_order_acquire, memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+void pc_get_page(struct pc_page *page)
+{
+	int32_t old = atomic_fetch_add_explicit(&page->count, 1,
+						memory_order_relaxed);
+
+	assert(old > 0);
+	(void)old;
+}
+
+void pc_put_page(struct pc_page *page)
+{
+	int32_t old = atomic_fetch_sub_explicit(&page->count, 1,
+						memory_order_acq_rel);
+
+	assert(old > 0);
+	if (old == 1)
+		pc_page_free(pc_cache_of(page), page);
+}
+
+/*
+ * An access on the hit path: first PG_referenced, then (accessed again
+ * while inactive) PG_promote, which reclaim turns into activation.  Only
+ * writes the flags word when something changes, so hot pages stay shared.
+ */
+void pc_mark_accessed(struct pc_page *p)
+{
+	uint32_t f = atomic_load_explicit(&p->flags, memory_order_relaxed);
+
+	if (!(f & PF(PG_referenced)))
+		SetPageReferenced(p);
+	else if (!(f & (PF(PG_active) | PF(PG_promote))))
+		SetPagePromote(p);
+}
+
+/* ---- dirty and writeback ------------------------------------------------- */
+
+uint32_t pc_now_ms(const struct pc_cache *c)
+{
+	return (uint32_t)((ut_now_ns() - c->epoch_ns) / 1000000u);
+}
+
+int pc_set_page_dirty(struct pc_page *page)
+{
+	struct pc_mapping *m = pc_page_mapping(page);
+
+	assert(PageLocked(page));
+	if (!m)
+		return 0;
+	if (m->ops->set_page_dirty)
+		return m->ops->set_page_dirty(m->ctx, page);
+	return pc_set_page_dirty_default(page);
+}
+
+int pc_set_page_dirty_default(struct pc_page *page)
+{
+	struct pc_mapping *m = pc_page_mapping(page);
+	struct pc_cache *c;
+
+	if (!m || PageDirty(page) || TestSetPageDirty(page))
+		return 0;
+	c = m->cache;
+	atomic_store_explicit(&page->dirtied_ms, pc_now_ms(c),
+			      memory_order_relaxed);
+	atomic_fetch_add(&c->nr_dirty, 1);
+	pc_dirty_queue(m, pc_page_index(page));
+	if (atomic_load(&c->nr_dirty) > c->bg_pages &&
+	    !atomic_load_explicit(&c->kicked, memory_order_relaxed))
+		pc_flusher_kick(c);
+	return 1;
+}
+
+/* A dirty page became clean without being written (or before it is). */
+void pc_account_clean(struct pc_mapping *m)
+{
+	atomic_fetch_sub(&m->nr_dirty, 1);
+	atomic_fetch_sub(&m->cache->nr_dirty, 1);
+}
+
+void pc_set_page_writeback(struct pc_page *page)
+{
+	struct pc_mapping *m = pc_page_mapping(page);
+	bool was;
+
+	assert(PageLocked(page) && m);
+	was = TestSetPageWriteback(page);
+	assert(!was);
+	(void)was;
+	atomic_fetch_add(&m->nr_writeback, 1);
+	atomic_fetch_add(&m->cache->nr_writeback, 1);
+}
+
+/*
+ * The mapping cannot go away before the bit is cleared: truncation and
+ * reclaim both wait for (or skip) pages under writeback.  So everything
+ * that needs @m happens first.
+ */
+void pc_end_page_writeback(struct pc_page *page, int err)
+{
+	struct pc_mapping *m = pc_page_mapping(page);
+	struct pc_cache *c = m->cache;
+
+	if (err) {
+		int zero = 0;
+
+		SetPageError(page);
+		atomic_compare_exchange_strong(&m->wb_err, &zero, err);
+		mlog_err("page cache: write of page %llu failed: %s",
+			 (unsigned long long)pc_page_index(page), strerror(-err));
+	}
+	atomic_fetch_sub(&m->nr_writeback, 1);
+	clear_bit_wake(page, PG_writeback);
+	atomic_fetch_sub(&c->nr_writeback, 1);
+	atomic_fetch_add(&c->written, 1);
+	pc_progress(c);
+}
+
+void pc_end_read(struct pc_page *page, int err)
+{
+	if (err)
+		SetPageError(page);
+	else
+		SetPageUptodate(page);
+	pc_unlock_page(page);
+}
+
+/* ---- private data -------------------------------------------------------- */
+
+void pc_attach_private(struct pc_page *page, void *priv)
+{
+	assert(PageLocked(page));
+	page->private = priv;
+	SetPagePrivate(page);
+}
+
+void *pc_detach_private(struct pc_page *page)
+{
+	void *priv = page->private;
+
+	assert(PageLocked(page));
+	page->private = NULL;
+	ClearPagePrivate(page);
+	return priv;
+}
+
+/* ---- which cache a page belongs to (pfn_valid) -------------------------- */
+
+#define PC_MAX_CACHES 64
+static struct pc_cache *_Atomic registry[PC_MAX_CACHES];
+
+/*
+ * The cache whose pool holds @p, or NULL: a descriptor from anywhere else
+ * (a region's) is not a cache page, and freeing it is a bug that
+ * pc_page_free() reports.
+ */
+struct pc_cache *pc_cache_of(const struct pc_page *p)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	for (unsigned int i = 0; i < PC_MAX_CACHES; i++) {
+		struct pc_cache *c = atomic_load_explicit(&registry[i],
+							  memory_order_acquire);
+		uintptr_t lo;
+
+		if (!c)
+			continue;
+		lo = (uintptr_t)c->pages;
+		if (a >= lo && a < lo + (uintptr_t)c->max_pages * sizeof(*p))
+			return c;
+	}
+	return NULL;
+}
+
+int pc_registry_add(struct pc_cache *c)
+{
+	for (unsigned int i = 0; i < PC_MAX_CACHES; i++) {
+		struct pc_cache *none = NULL;
+
+		if (atomic_compare_exchange_strong(&registry[i], &none, c))
+			return 0;
+	}
+	mlog_err("page cache: more than %d caches at once", PC_MAX_CACHES);
+	return -EMFILE;
+}
+
+void pc_registry_del(struct pc_cache *c)
+{
+	for (unsigned int i = 0; i < PC_MAX_CACHES; i++) {
+		struct pc_cache *cur = c;
+
+		if (atomic_compare_exchange_strong(&registry[i], &cur, NULL))
+			return;
+	}
+}
