@@ -171,6 +171,7 @@ static int get_locked(struct pc_mapping *m, uint64_t index, bool *created,
 			if (rc < 0)
 				return rc;
 			if (rc == 0) {
+				pc_mark_accessed(p);    /* its first use */
 				*created = true;
 				*out = p;
 				return 0;
