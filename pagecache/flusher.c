@@ -140,7 +140,9 @@ static void release(struct pc_cache *c, struct pc_mapping **v, size_t n)
 
 static bool under_pressure(struct pc_cache *c)
 {
-	return atomic_load(&c->nr_dirty) > c->bg_pages ||
+	uint64_t dirty = atomic_load(&c->nr_dirty);
+
+	return dirty > c->bg_pages || dirty > c->max_dirty ||
 	       atomic_load(&c->alloc_waiters) > 0;
 }
 

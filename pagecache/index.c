@@ -251,7 +251,6 @@ void pc_iter_init(struct pc_mapping *m, struct pc_iter *it, uint64_t start,
 	it->end = end;
 	it->next = start;
 	it->bucket = 0;
-	it->skip = 0;
 	it->done = start >= end;
 	it->probe = end - start <= nbuckets(atomic_load(&m->order));
 }
@@ -271,8 +270,64 @@ static unsigned int iter_probe(struct pc_mapping *m, struct pc_iter *it,
 	return n;
 }
 
-/* Whole buckets in order; @skip entries of a bucket already seen resume a
- * chain longer than @max (only with absurd collisions). */
+static bool in_range(const struct pc_iter *it, struct pc_page *p)
+{
+	uint64_t idx = atomic_load(&p->index);
+
+	return idx >= it->start && idx < it->end;
+}
+
+static unsigned int chain_matches(struct pc_mapping *m, struct pc_iter *it,
+				  uint32_t id)
+{
+	unsigned int n = 0;
+
+	for (; id; id = atomic_load(&id_page(m, id)->hash_next))
+		n += in_range(it, id_page(m, id));
+	return n;
+}
+
+static void take(struct pc_page *p, struct pc_page **pages, unsigned int *n)
+{
+	if (pc_page_try_get(p))
+		pages[(*n)++] = p;
+}
+
+/*
+ * A chain with more pages in range than a whole batch (absurd collisions
+ * only): hand them out in index order, @max at a time, from it->next on.
+ */
+static unsigned int long_chain(struct pc_mapping *m, struct pc_iter *it,
+			       uint32_t head, struct pc_page **pages,
+			       unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (n < max) {
+		struct pc_page *best = NULL;
+
+		for (uint32_t id = head; id;
+		     id = atomic_load(&id_page(m, id)->hash_next)) {
+			struct pc_page *p = id_page(m, id);
+			uint64_t idx = atomic_load(&p->index);
+
+			if (in_range(it, p) && idx >= it->next &&
+			    (!best || idx < atomic_load(&best->index)))
+				best = p;
+		}
+		if (!best)
+			break;
+		it->next = atomic_load(&best->index) + 1;
+		take(best, pages, &n);
+	}
+	return n;
+}
+
+/*
+ * Whole buckets in order, so that a caller removing the pages it got does
+ * not shift what is left to visit.  Growth between calls only moves pages
+ * to buckets further on, where they are seen (perhaps again).
+ */
 static unsigned int iter_walk(struct pc_mapping *m, struct pc_iter *it,
 			      struct pc_page **pages, unsigned int max)
 {
@@ -280,27 +335,24 @@ static unsigned int iter_walk(struct pc_mapping *m, struct pc_iter *it,
 
 	pthread_mutex_lock(&m->lock);
 	for (; it->bucket < nbuckets(atomic_load(&m->order)); it->bucket++) {
-		uint32_t id = atomic_load(bucket(m, it->bucket));
+		uint32_t head = atomic_load(bucket(m, it->bucket));
+		unsigned int count = chain_matches(m, it, head);
 
-		for (uint32_t pos = 0; id; pos++) {
-			struct pc_page *p = id_page(m, id);
-			uint64_t idx = atomic_load(&p->index);
-
-			id = atomic_load(&p->hash_next);
-			if (pos < it->skip)
-				continue;
-			if (n == max) {
-				it->skip = pos;
-				goto out;
-			}
-			if (idx >= it->start && idx < it->end &&
-			    pc_page_try_get(p))
-				pages[n++] = p;
+		if (n + count > max) {
+			if (n)
+				break;
+			n = long_chain(m, it, head, pages, max);
+			if (n)
+				break;
 		}
-		it->skip = 0;
+		for (uint32_t id = head; id;
+		     id = atomic_load(&id_page(m, id)->hash_next))
+			if (in_range(it, id_page(m, id)) &&
+			    atomic_load(&id_page(m, id)->index) >= it->next)
+				take(id_page(m, id), pages, &n);
+		it->next = it->start;
 	}
-	it->done = true;
-out:
+	it->done = it->bucket >= nbuckets(atomic_load(&m->order));
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

@@ -170,7 +170,7 @@ void pc_index_delete(struct pc_mapping *m, struct pc_page *p);
 /* Pages of [start, end) with references, a batch at a time. */
 struct pc_iter {
 	uint64_t start, end, next;
-	uint32_t bucket, skip;
+	uint32_t bucket;
 	bool probe, done;
 };
 void pc_iter_init(struct pc_mapping *m, struct pc_iter *it, uint64_t start,
