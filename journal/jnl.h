@@ -11,10 +11,12 @@
 #ifndef MISCFS_JNL_H
 #define MISCFS_JNL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "bdev.h"
+#include "pc.h"
 
 #define JNL_MAGIC               0x4C4E4A4Du   /* bytes "MJNL" */
 #define JNL_MIN_BLOCKS          1024u
@@ -32,7 +34,11 @@ struct jnl_header {
 	uint32_t h_sequence;            /* transaction ID */
 };
 
-/* Journal superblock: the first 1024 bytes of journal block 0. */
+/*
+ * Journal superblock: the first 512 bytes of journal block 0.  It fits one
+ * sector, which a disk writes whole or not at all, so a power cut during
+ * its update leaves either the old or the new one, never a torn mix.
+ */
 struct jnl_superblock {
 	struct jnl_header s_header;     /*   0 */
 	uint32_t s_block_size;          /*  12 */
@@ -47,10 +53,10 @@ struct jnl_superblock {
 	uint8_t  s_uuid[16];            /*  48: the filesystem's */
 	uint64_t s_csum_seed;           /*  64: seed of block checksums */
 	uint32_t s_max_trans_blocks;    /*  72: largest transaction */
-	uint8_t  s_reserved[944];       /*  76 */
-	uint32_t s_checksum;            /* 1020: seed 0 over bytes 0..1019 */
+	uint8_t  s_reserved[432];       /*  76 */
+	uint32_t s_checksum;            /* 508: seed 0 over bytes 0..507 */
 };
-_Static_assert(sizeof(struct jnl_superblock) == 1024, "journal superblock");
+_Static_assert(sizeof(struct jnl_superblock) == 512, "journal superblock");
 
 /*
  * Write an empty journal over @nblocks blocks of @bd: a superblock in
@@ -73,6 +79,133 @@ int jnl_sb_check(const struct jnl_superblock *sb, uint32_t nblocks,
 /* Print a journal superblock in the stable "key: value" form of
  * miscfs-debug. */
 void jnl_sb_print(const struct jnl_superblock *sb, FILE *out);
+
+/* ---- the running journal ------------------------------------------------- */
+
+struct jnl;
+struct jnl_tx;
+
+/*
+ * An inode whose file data must reach its home blocks before the commit of
+ * a transaction that changed its metadata (ordered data mode).  Embedded in
+ * the filesystem's inode; the journal owns the fields.
+ */
+struct jnl_inode {
+	uint64_t ji_ino;              /* the filesystem's, for write_ordered */
+	uint32_t ji_tid;              /* newest transaction listing it */
+	bool ji_listed;               /* ji_tid is valid */
+	bool ji_flushing;             /* a commit is writing its data */
+};
+
+struct jnl_config {
+	unsigned int commit_interval_ms;   /* 0: 5000 */
+	/* Ordered mode: write inode @ji's dirty data home and wait for it.
+	 * Called by the commit thread before the transaction's log blocks. */
+	int (*write_ordered)(void *arg, struct jnl_inode *ji);
+	void *arg;
+};
+
+/*
+ * A handle: one atomic filesystem operation.  Lives on the caller's stack
+ * between jnl_start() and jnl_stop().  Handles never nest, and a thread
+ * holding one never waits for a commit (jnl_commit_wait, jnl_sync ...):
+ * the commit waits for the handle.
+ */
+struct jnl_handle {
+	struct jnl *h_journal;
+	struct jnl_tx *h_tx;
+	uint32_t h_tid;
+	uint32_t h_credits;           /* blocks the caller reserved */
+	uint32_t h_used;              /* blocks it has added so far */
+	int h_err;
+};
+
+struct jnl_stats {
+	uint64_t commits, handles, blocks_logged, revokes;
+	uint64_t checkpoints, blocks_checkpointed, log_full_waits;
+	uint32_t committed_tid, running_tid;
+	uint32_t log_used, log_size;
+};
+
+/*
+ * Start using the journal in @nblocks blocks of @bd (journal block i is
+ * device block map[i]; @map must stay valid).  The log must be empty:
+ * run jnl_recover() first.  Starts the commit thread.
+ */
+int jnl_open(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
+	     const struct jnl_config *cfg, struct jnl **out);
+/* Commit everything, write it home, mark the log empty, stop the thread. */
+int jnl_close(struct jnl *j);
+
+/*
+ * Start a handle that will change at most @credits blocks (a revoke counts
+ * as one).  Waits while the log is too full; refuses with -ENOSPC a
+ * request larger than one transaction may ever be, and with -EIO when the
+ * journal has been aborted by an I/O error.
+ */
+int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h);
+/* End the handle; returns its first error, if any. */
+int jnl_stop(struct jnl_handle *h);
+
+/*
+ * Declare that the handle is about to change block @home, cached in @pg
+ * (a page of block size whose data is the block).  Call it before touching
+ * the data; the page stays pinned while the journal needs it.  Never mark
+ * such a page dirty in the page cache: the journal writes it home.
+ */
+int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
+/* The handle changed block @home (after jnl_get_write_access). */
+int jnl_dirty(struct jnl_handle *h, uint64_t home);
+/* Journal a data page whose content is already final (data=journal):
+ * write access and dirty in one. */
+int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
+/*
+ * Block @home was freed: recovery must not replay older copies of it, and
+ * no pending copy of it is written home.  The filesystem must not reuse the
+ * block before the handle's transaction has committed.
+ */
+int jnl_revoke(struct jnl_handle *h, uint64_t home);
+/* Ordered mode: @ji's data goes home before this transaction commits. */
+int jnl_add_ordered(struct jnl_handle *h, struct jnl_inode *ji);
+/* Before freeing an inode: take @ji off any transaction. */
+void jnl_forget_inode(struct jnl *j, struct jnl_inode *ji);
+
+/* Wait until transaction @tid (from h_tid) is committed, asking for its
+ * commit if it is still running.  This is fsync. */
+int jnl_commit_wait(struct jnl *j, uint32_t tid);
+/* Commit whatever is running and wait for it. */
+int jnl_sync(struct jnl *j);
+/* Write every committed block home and empty the log. */
+int jnl_checkpoint(struct jnl *j);
+
+void jnl_get_stats(struct jnl *j, struct jnl_stats *st);
+
+/* ---- recovery ------------------------------------------------------------ */
+
+struct jnl_recovery {
+	bool was_empty;              /* s_start was 0: nothing to do */
+	uint32_t transactions;       /* complete transactions found */
+	uint32_t first_tid, last_tid;
+	uint64_t replayed;           /* blocks written home */
+	uint64_t revoked;            /* block copies skipped as revoked */
+	char end[256];               /* why the scan stopped */
+};
+
+/* Only find and check the transactions; write nothing. */
+#define JNL_RECOVER_CHECK_ONLY  0x1u
+
+/*
+ * Bring the filesystem up to date from its journal, in three passes: scan
+ * (the run of complete transactions from s_start; the first torn or
+ * mismatching one ends it), revoke (collect revoked blocks), replay (write
+ * the newest committed copy of each block home unless revoked by the same
+ * or a later transaction).  Then flush and mark the log empty.
+ *
+ * Returns 0 (see @info, whose @end says why the scan stopped), -EUCLEAN if
+ * the journal superblock is damaged (nothing is replayed), or -errno.
+ */
+int jnl_recover(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
+		unsigned int flags, struct jnl_recovery *info);
 
 /* The journal's checksum: low 32 bits of XXH3-64 with @seed. */
 uint32_t jnl_csum(uint64_t seed, const void *buf, size_t len);

@@ -2,6 +2,7 @@
  * jnl_sb.c - creating, checking and printing the journal superblock.
  */
 #include "jnl.h"
+#include "jnl_disk.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -122,4 +123,19 @@ void jnl_sb_print(const struct jnl_superblock *sb, FILE *out)
 		" ro_compat 0x%" PRIx32 "\n", le32toh(sb->s_feature_compat),
 		le32toh(sb->s_feature_incompat), le32toh(sb->s_feature_ro_compat));
 	fprintf(out, "journal checksum: 0x%08" PRIx32 "\n", le32toh(sb->s_checksum));
+}
+
+int jnl_sb_write(const struct jnl_geom *g, struct jnl_superblock *sb)
+{
+	char *blk = bdev_alloc_buf(g->bs);
+	int err;
+
+	if (!blk)
+		return -ENOMEM;
+	sb->s_checksum = htole32(sb_csum(sb));
+	memset(blk, 0, g->bs);
+	memcpy(blk, sb, sizeof(*sb));
+	err = bdev_write(g->bd, g->map[0] * g->bs, blk, g->bs);
+	bdev_free_buf(blk);
+	return err ? err : bdev_flush(g->bd);
 }

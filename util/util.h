@@ -49,6 +49,38 @@ void mlog(enum mlog_level level, const char *fmt, ...)
 #define ut_container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
+/* ---- intrusive doubly linked list -------------------------------------- */
+
+struct ut_list {
+	struct ut_list *next, *prev;
+};
+
+static inline void ut_list_init(struct ut_list *l) { l->next = l->prev = l; }
+static inline int ut_list_empty(const struct ut_list *l) { return l->next == l; }
+
+static inline void ut_list_add_tail(struct ut_list *head, struct ut_list *n)
+{
+	n->prev = head->prev;
+	n->next = head;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+/* Unlink @n and leave it self-linked, so unlinking twice is harmless. */
+static inline void ut_list_del(struct ut_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	ut_list_init(n);
+}
+
+#define ut_list_entry(ptr, type, member) ut_container_of(ptr, type, member)
+#define ut_list_first(head, type, member) \
+	(ut_list_empty(head) ? NULL : ut_list_entry((head)->next, type, member))
+/* Iterate where the body may unlink the current node. */
+#define ut_list_for_each_safe(pos, tmp, head) \
+	for (pos = (head)->next, tmp = pos->next; pos != (head); pos = tmp, tmp = pos->next)
+
 /*
  * Parse "123", "64K", "10M", "2G", "1T" (binary multiples) into bytes.
  * Returns 0 or -EINVAL (not a number, unknown suffix, overflow).

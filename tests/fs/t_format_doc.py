@@ -154,7 +154,7 @@ def check_regions(data, tables, bs, sb, text):
 
 def check_journal(data, tables, bs, d):
     j = Struct(data, int(d["journal superblock block"]) * bs,
-               tables["Journal superblock (first 1024 bytes of journal block 0)"],
+               tables["Journal superblock (first 512 bytes of journal block 0)"],
                "journal superblock")
     expect("journal magic", data[j.base:j.base + 4], b"MJNL")
     for field, key in {"s_block_size": "journal block size", "s_maxlen": "journal length",

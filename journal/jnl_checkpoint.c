@@ -1,0 +1,162 @@
+/*
+ * jnl_checkpoint.c - writing committed blocks home so the log can be reused.
+ *
+ * Invariants:
+ *
+ *   K1  A block is written home only from a copy taken under j_lock while
+ *       no running or committing transaction holds it, so home never sees a
+ *       change that is not committed.
+ *   K2  A buffer that a newer transaction holds is not written by an older
+ *       transaction's checkpoint: that newer transaction is committed first,
+ *       and then its checkpoint owns the buffer.
+ *   K3  The log start in the journal superblock moves past a transaction
+ *       only after its home writes have completed and been flushed, and its
+ *       log blocks are reused only after that superblock is durable.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jnl_i.h"
+
+#define CP_BATCH 1024u
+
+struct cp_batch {
+	struct jnl_buf *bufs[CP_BATCH];
+	void *copies[CP_BATCH];
+	struct bdev_req reqs[CP_BATCH];
+	struct bdev_req *ptrs[CP_BATCH];
+	uint32_t n;
+};
+
+/* Does a newer transaction hold one of @t's buffers?  Which (j_lock held). */
+static bool newer_holder(const struct jnl *j, struct jnl_tx *t, uint32_t *tid)
+{
+	struct ut_list *pos, *tmp;
+
+	ut_list_for_each_safe(pos, tmp, &t->t_cp_bufs) {
+		struct jnl_buf *jb = ut_list_entry(pos, struct jnl_buf, b_cp_link);
+
+		if (jb->b_tx || jb->b_committing) {
+			*tid = jb->b_tx ? jb->b_tx->t_tid : j->j_committing->t_tid;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* K1: copy up to a batch of @t's buffers (j_lock held). */
+static int gather(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
+{
+	struct ut_list *pos, *tmp;
+	uint32_t bs = j->j_geom.bs;
+
+	ut_list_for_each_safe(pos, tmp, &t->t_cp_bufs) {
+		struct jnl_buf *jb = ut_list_entry(pos, struct jnl_buf, b_cp_link);
+		void *copy;
+
+		if (b->n == CP_BATCH)
+			break;
+		copy = bdev_alloc_buf(bs);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, jnl_buf_data(jb), bs);
+		jb->b_cp_busy = true;
+		b->bufs[b->n] = jb;
+		b->copies[b->n] = copy;
+		bdev_req_init(&b->reqs[b->n], BDEV_OP_WRITE, jb->b_home * bs, copy, bs);
+		b->ptrs[b->n] = &b->reqs[b->n];
+		b->n++;
+	}
+	return 0;
+}
+
+/* The copies are written (or failed): the buffers may go (j_lock held). */
+static void release_batch(struct cp_batch *b)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		bdev_free_buf(b->copies[i]);
+		b->bufs[i]->b_cp_busy = false;
+	}
+}
+
+/* The buffers written home leave @t (j_lock held); returns whether @t is
+ * now fully home. */
+static bool retire(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct jnl_buf *jb = b->bufs[i];
+
+		if (jb->b_cp_tx != t)
+			continue;            /* revoked, or moved to a newer one */
+		ut_list_del(&jb->b_cp_link);
+		jb->b_cp_tx = NULL;
+		jnl_buf_release_if_idle(j, jb);
+	}
+	j->j_stats.blocks_checkpointed += b->n;
+	if (!ut_list_empty(&t->t_cp_bufs))
+		return false;
+	ut_list_del(&t->t_cp_link);
+	jnl_tx_free(t);
+	j->j_stats.checkpoints++;
+	return true;
+}
+
+/* Pick the oldest transaction and copy a batch of it, committing newer
+ * holders first (K2).  Returns the transaction, NULL if none, with j_lock
+ * held. */
+static struct jnl_tx *prepare(struct jnl *j, struct cp_batch *b, int *err)
+{
+	struct jnl_tx *t;
+	uint32_t tid;
+
+	pthread_mutex_lock(&j->j_lock);
+	for (;;) {
+		t = ut_list_first(&j->j_checkpoint, struct jnl_tx, t_cp_link);
+		if (!t || j->j_aborted || !newer_holder(j, t, &tid))
+			break;
+		*err = jnl_wait_commit_locked(j, tid);
+		if (*err)
+			return NULL;
+	}
+	if (t && j->j_aborted)
+		*err = -EIO;
+	if (t && !*err)
+		*err = gather(j, t, b);
+	return *err ? NULL : t;
+}
+
+static int write_home(struct jnl *j, struct cp_batch *b)
+{
+	int err = bdev_submit_wait(j->j_geom.bd, b->ptrs, b->n);
+
+	return err ? err : bdev_flush(j->j_geom.bd);
+}
+
+int jnl_checkpoint_one(struct jnl *j)
+{
+	struct cp_batch *b = calloc(1, sizeof(*b));
+	struct jnl_tx *t;
+	int err = 0;
+
+	if (!b)
+		return -ENOMEM;
+	pthread_mutex_lock(&j->j_cp_mutex);
+	t = prepare(j, b, &err);
+	pthread_mutex_unlock(&j->j_lock);
+	if (t)
+		err = write_home(j, b);
+	pthread_mutex_lock(&j->j_lock);
+	if (err && !j->j_aborted && t)
+		jnl_abort(j, err, "checkpoint");
+	release_batch(b);
+	if (t && !err)
+		retire(j, t, b);
+	pthread_cond_broadcast(&j->j_wait_done);
+	pthread_mutex_unlock(&j->j_lock);
+	if (t && !err)
+		err = jnl_sync_sb(j);              /* K3 */
+	pthread_mutex_unlock(&j->j_cp_mutex);
+	free(b);
+	return err ? err : t ? 1 : 0;
+}

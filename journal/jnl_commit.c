@@ -1,0 +1,207 @@
+/*
+ * jnl_commit.c - committing a transaction.
+ *
+ * Invariants (see jnl_i.h for the states and docs/FORMAT.md for the write
+ * ordering):
+ *
+ *   C1  A transaction leaves RUNNING only with j_lock held, and is not
+ *       snapshotted before its last handle has stopped.
+ *   C2  The snapshot copies every dirty buffer under j_lock, so the log
+ *       holds exactly what the transaction's handles wrote; buffers are then
+ *       free to join the next transaction.
+ *   C3  Ordered data is written and waited for before the log blocks, so
+ *       the flush that precedes the commit block covers it.
+ *   C4  The journal superblock points at the log start before the first
+ *       block of a transaction is written into an empty log.
+ *   C5  Only after the commit block is durable do the buffers go on the
+ *       transaction's checkpoint list and become due for their home.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jnl_i.h"
+
+struct commit {
+	struct jnl_log_block *blocks;
+	struct jnl_buf **bufs;
+	uint32_t n;
+	struct jnl_inode **ordered;
+	uint32_t nordered;
+};
+
+static void commit_free(struct commit *c)
+{
+	for (uint32_t i = 0; i < c->n; i++)
+		bdev_free_buf((void *)c->blocks[i].data);
+	free(c->blocks);
+	free(c->bufs);
+	free(c->ordered);
+}
+
+/* C2: copy the dirty buffers and detach every buffer (j_lock held). */
+static int snapshot(struct jnl *j, struct jnl_tx *t, struct commit *c)
+{
+	struct ut_list *pos, *tmp;
+	uint32_t bs = j->j_geom.bs;
+
+	c->blocks = calloc(t->t_nbufs + 1, sizeof(*c->blocks));
+	c->bufs = calloc(t->t_nbufs + 1, sizeof(*c->bufs));
+	if (!c->blocks || !c->bufs)
+		return -ENOMEM;
+	ut_list_for_each_safe(pos, tmp, &t->t_bufs) {
+		struct jnl_buf *jb = ut_list_entry(pos, struct jnl_buf, b_tx_link);
+		void *copy = jb->b_dirty ? bdev_alloc_buf(bs) : NULL;
+
+		if (jb->b_dirty && !copy)
+			return -ENOMEM;
+		ut_list_del(&jb->b_tx_link);
+		jb->b_tx = NULL;
+		if (!copy) {
+			jnl_buf_release_if_idle(j, jb);
+			continue;
+		}
+		memcpy(copy, jnl_buf_data(jb), bs);
+		jb->b_committing = true;
+		c->blocks[c->n] = (struct jnl_log_block){ jb->b_home, copy };
+		c->bufs[c->n++] = jb;
+	}
+	t->t_nbufs = 0;
+	return 0;
+}
+
+/* Take the ordered inodes out of the transaction (j_lock held). */
+static void take_ordered(struct jnl_tx *t, struct commit *c)
+{
+	c->ordered = t->t_ordered;
+	c->nordered = t->t_nordered;
+	t->t_ordered = NULL;
+	t->t_nordered = t->t_cap_ordered = 0;
+	for (uint32_t i = 0; i < c->nordered; i++)
+		if (c->ordered[i])
+			c->ordered[i]->ji_flushing = true;
+}
+
+/* C3, without j_lock: jnl_forget_inode() waits on ji_flushing. */
+static int write_ordered(struct jnl *j, struct commit *c)
+{
+	int err = 0;
+
+	for (uint32_t i = 0; i < c->nordered && !err; i++)
+		if (c->ordered[i] && j->j_cfg.write_ordered)
+			err = j->j_cfg.write_ordered(j->j_cfg.arg, c->ordered[i]);
+	pthread_mutex_lock(&j->j_lock);
+	for (uint32_t i = 0; i < c->nordered; i++)
+		if (c->ordered[i])
+			c->ordered[i]->ji_flushing = false;
+	pthread_cond_broadcast(&j->j_wait_done);
+	pthread_mutex_unlock(&j->j_lock);
+	return err;
+}
+
+/* C1: stop new handles joining and wait for the running ones. */
+static int lock_tx(struct jnl *j, struct jnl_tx *t, struct commit *c)
+{
+	pthread_mutex_lock(&j->j_lock);
+	if (j->j_running != t || j->j_committing) {
+		pthread_mutex_unlock(&j->j_lock);
+		return -EAGAIN;
+	}
+	t->t_state = TX_LOCKED;
+	j->j_running = NULL;
+	j->j_committing = t;
+	while (t->t_updates)
+		pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
+	int err = snapshot(j, t, c);
+	if (!err)
+		take_ordered(t, c);
+	t->t_state = TX_FLUSHING;
+	pthread_cond_broadcast(&j->j_wait_updates);    /* snapshot taken */
+	pthread_mutex_unlock(&j->j_lock);
+	return err;
+}
+
+/* C5: the buffers are now due for their home (j_lock held). */
+static void file_checkpoint(struct jnl *j, struct jnl_tx *t, struct commit *c)
+{
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct jnl_buf *jb = c->bufs[i];
+
+		jb->b_committing = false;
+		if (jb->b_revoked) {
+			jb->b_revoked = false;
+			jnl_buf_release_if_idle(j, jb);
+			continue;
+		}
+		if (jb->b_cp_tx)
+			ut_list_del(&jb->b_cp_link);
+		jb->b_cp_tx = t;
+		ut_list_add_tail(&t->t_cp_bufs, &jb->b_cp_link);
+	}
+}
+
+static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
+		   uint32_t end, int err)
+{
+	uint32_t tid = t->t_tid;
+
+	pthread_mutex_lock(&j->j_lock);
+	j->j_reserved -= t->t_reserved;
+	j->j_committing = NULL;
+	if (err) {
+		for (uint32_t i = 0; i < c->n; i++)
+			c->bufs[i]->b_committing = false;
+		jnl_abort(j, err, "commit");
+		jnl_tx_free(t);
+	} else {
+		t->t_state = TX_COMMITTED;
+		j->j_head = end;
+		t->t_log_len = (end + j->j_loglen - t->t_log_start) % j->j_loglen;
+		file_checkpoint(j, t, c);
+		if (ut_list_empty(&t->t_cp_bufs))
+			jnl_tx_free(t);
+		else
+			ut_list_add_tail(&j->j_checkpoint, &t->t_cp_link);
+		j->j_stats.commits++;
+		j->j_stats.blocks_logged += c->n;
+	}
+	j->j_commit_done = tid;   /* even on error: waiters see j_aborted */
+	pthread_cond_broadcast(&j->j_wait_done);
+	pthread_mutex_unlock(&j->j_lock);
+}
+
+static int write_log(struct jnl *j, struct jnl_tx *t, struct commit *c,
+		     uint32_t *end)
+{
+	struct jnl_tx_io io = { .tid = t->t_tid, .blocks = c->blocks, .nblocks = c->n,
+				.revokes = t->t_revokes, .nrevokes = t->t_nrevokes };
+	int err;
+
+	if (!c->n && !t->t_nrevokes) {
+		*end = j->j_head;
+		return bdev_flush(j->j_geom.bd);     /* ordered data only */
+	}
+	pthread_mutex_lock(&j->j_lock);
+	t->t_state = TX_COMMITTING;
+	t->t_log_start = io.start = j->j_head;
+	pthread_mutex_unlock(&j->j_lock);
+	err = jnl_sync_sb(j);                         /* C4 */
+	return err ? err : jnl_log_write(&j->j_geom, &io, end);
+}
+
+int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)
+{
+	struct commit c = { 0 };
+	uint32_t end = 0;
+	int err = lock_tx(j, t, &c);
+
+	if (err == -EAGAIN)
+		return 0;
+	if (!err)
+		err = write_ordered(j, &c);
+	if (!err)
+		err = write_log(j, t, &c, &end);
+	finish(j, t, &c, end, err);
+	commit_free(&c);
+	return err;
+}

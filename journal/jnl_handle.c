@@ -1,0 +1,341 @@
+/*
+ * jnl_handle.c - handles and what they add to the running transaction.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jnl_i.h"
+
+static struct jnl_tx *tx_new(struct jnl *j)
+{
+	struct jnl_tx *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->t_tid = j->j_next_tid++;
+	t->t_state = TX_RUNNING;
+	t->t_start_ns = ut_now_ns();
+	ut_list_init(&t->t_bufs);
+	ut_list_init(&t->t_cp_bufs);
+	ut_list_init(&t->t_cp_link);
+	return t;
+}
+
+void jnl_tx_free(struct jnl_tx *t)
+{
+	free(t->t_revokes);
+	free(t->t_ordered);
+	free(t);
+}
+
+static int grow_array(void **arr, uint32_t *cap, uint32_t n, size_t elem)
+{
+	uint32_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	p = realloc(*arr, (size_t)ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Log blocks not promised to anyone. */
+static uint32_t log_free(const struct jnl *j)
+{
+	uint32_t used = jnl_log_used(j) + j->j_reserved + 1;
+
+	return used >= j->j_loglen ? 0 : j->j_loglen - used;
+}
+
+/*
+ * Make room in the log, with j_lock held (it is dropped on the way): write
+ * the oldest transaction home if there is one, else let the commit that
+ * holds the reservations finish.
+ */
+static int make_room(struct jnl *j)
+{
+	int done;
+
+	j->j_stats.log_full_waits++;
+	if (!ut_list_empty(&j->j_checkpoint)) {
+		pthread_mutex_unlock(&j->j_lock);
+		done = jnl_checkpoint_one(j);
+		pthread_mutex_lock(&j->j_lock);
+		return done < 0 ? done : 0;
+	}
+	if (j->j_committing) {
+		pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+		return 0;
+	}
+	if (j->j_running)
+		return jnl_wait_commit_locked(j, j->j_running->t_tid);
+	/* Only freed transactions hold the space: move the tail past them. */
+	pthread_mutex_unlock(&j->j_lock);
+	done = jnl_sync_sb(j);
+	pthread_mutex_lock(&j->j_lock);
+	return done;
+}
+
+/* Find or create the running transaction with room for @credits more. */
+static int join_running(struct jnl *j, uint32_t credits, struct jnl_tx **out)
+{
+	for (;;) {
+		struct jnl_tx *t = j->j_running;
+		uint32_t have = t ? t->t_credits : 0, grow;
+
+		if (j->j_aborted)
+			return -EIO;
+		if (t && have + credits > j->j_max_tx) {
+			int err = jnl_wait_commit_locked(j, t->t_tid);
+
+			if (err)
+				return err;
+			continue;
+		}
+		grow = jnl_tx_reservation(j, have + credits) - jnl_tx_reservation(j, have);
+		if (grow > log_free(j)) {
+			int err = make_room(j);
+
+			if (err)
+				return err;
+			continue;
+		}
+		if (!t && !(t = j->j_running = tx_new(j)))
+			return -ENOMEM;
+		t->t_credits += credits;
+		t->t_reserved += grow;
+		j->j_reserved += grow;
+		*out = t;
+		return 0;
+	}
+}
+
+int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
+{
+	int err;
+
+	memset(h, 0, sizeof(*h));
+	h->h_journal = j;
+	h->h_credits = credits;
+	if (credits > j->j_max_tx) {
+		mlog_err("a handle asks for %" PRIu32 " blocks; one transaction of "
+			 "this journal holds at most %" PRIu32, credits, j->j_max_tx);
+		return -ENOSPC;
+	}
+	pthread_mutex_lock(&j->j_lock);
+	err = join_running(j, credits, &h->h_tx);
+	if (!err) {
+		h->h_tx->t_updates++;
+		h->h_tid = h->h_tx->t_tid;
+		j->j_stats.handles++;
+	}
+	pthread_mutex_unlock(&j->j_lock);
+	return err;
+}
+
+int jnl_stop(struct jnl_handle *h)
+{
+	struct jnl *j = h->h_journal;
+
+	if (!h->h_tx)
+		return h->h_err ? h->h_err : -EINVAL;
+	pthread_mutex_lock(&j->j_lock);
+	if (--h->h_tx->t_updates == 0)
+		pthread_cond_broadcast(&j->j_wait_updates);
+	if (j->j_aborted && !h->h_err)
+		h->h_err = -EIO;
+	pthread_mutex_unlock(&j->j_lock);
+	h->h_tx = NULL;
+	return h->h_err;
+}
+
+/* Note the handle's first error and return it. */
+static int handle_error(struct jnl_handle *h, int err)
+{
+	if (!h->h_err)
+		h->h_err = err;
+	return err;
+}
+
+static struct jnl_buf *buf_get(struct jnl *j, struct pc_page *pg, uint64_t home)
+{
+	struct jnl_buf *jb = jnl_buf_find(j, home);
+	uint32_t slot;
+
+	if (jb)
+		return jb;
+	jb = calloc(1, sizeof(*jb));
+	if (!jb)
+		return NULL;
+	jb->b_home = home;
+	jb->b_page = pg;
+	pc_get_page(pg);
+	ut_list_init(&jb->b_tx_link);
+	ut_list_init(&jb->b_cp_link);
+	slot = (uint32_t)((home * 0x9E3779B97F4A7C15ull) >> 32) & j->j_hash_mask;
+	jb->b_hash_next = j->j_hash[slot];
+	j->j_hash[slot] = jb;
+	return jb;
+}
+
+int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
+{
+	struct jnl *j = h->h_journal;
+	struct jnl_buf *jb;
+	int err = 0;
+
+	if (!h->h_tx)
+		return -EINVAL;
+	pthread_mutex_lock(&j->j_lock);
+	/* A buffer of a transaction that is waiting to be snapshotted joins
+	 * this one only after that snapshot (look it up again: it may go). */
+	while ((jb = jnl_buf_find(j, home)) && jb->b_tx && jb->b_tx != h->h_tx &&
+	       jb->b_tx->t_state != TX_RUNNING)
+		pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
+	jb = buf_get(j, pg, home);
+	if (!jb)
+		err = -ENOMEM;
+	else if (jb->b_page != pg)
+		err = -EINVAL;       /* two pages for one block: a caller bug */
+	else if (jb->b_tx != h->h_tx && h->h_used >= h->h_credits)
+		err = -ENOSPC;
+	else if (jb->b_tx != h->h_tx) {
+		jb->b_tx = h->h_tx;
+		jb->b_dirty = false;
+		ut_list_add_tail(&h->h_tx->t_bufs, &jb->b_tx_link);
+		h->h_tx->t_nbufs++;
+		h->h_used++;
+	}
+	pthread_mutex_unlock(&j->j_lock);
+	if (err == -ENOSPC)
+		mlog_err("handle of transaction %" PRIu32 " used up its %" PRIu32
+			 " credits", h->h_tid, h->h_credits);
+	return err ? handle_error(h, err) : 0;
+}
+
+int jnl_dirty(struct jnl_handle *h, uint64_t home)
+{
+	struct jnl *j = h->h_journal;
+	struct jnl_buf *jb;
+	int err = 0;
+
+	pthread_mutex_lock(&j->j_lock);
+	jb = jnl_buf_find(j, home);
+	if (!jb || jb->b_tx != h->h_tx)
+		err = -EINVAL;       /* no write access was asked for */
+	else
+		jb->b_dirty = true;
+	pthread_mutex_unlock(&j->j_lock);
+	return err ? handle_error(h, err) : 0;
+}
+
+int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
+{
+	int err = jnl_get_write_access(h, pg, home);
+
+	return err ? err : jnl_dirty(h, home);
+}
+
+static int add_revoke(struct jnl_tx *t, uint64_t home)
+{
+	int err = grow_array((void **)&t->t_revokes, &t->t_cap_revokes,
+			     t->t_nrevokes, sizeof(*t->t_revokes));
+
+	if (!err)
+		t->t_revokes[t->t_nrevokes++] = home;
+	return err;
+}
+
+/* No copy of a freed block may be written home any more. */
+static void forget_buf(struct jnl *j, struct jnl_buf *jb)
+{
+	if (jb->b_tx) {
+		ut_list_del(&jb->b_tx_link);
+		jb->b_tx->t_nbufs--;
+		jb->b_tx = NULL;
+	}
+	if (jb->b_cp_tx) {
+		ut_list_del(&jb->b_cp_link);
+		jb->b_cp_tx = NULL;
+	}
+	if (jb->b_committing)
+		jb->b_revoked = true;
+	jnl_buf_release_if_idle(j, jb);
+}
+
+int jnl_revoke(struct jnl_handle *h, uint64_t home)
+{
+	struct jnl *j = h->h_journal;
+	struct jnl_buf *jb;
+	int err;
+
+	if (!h->h_tx)
+		return -EINVAL;
+	if (h->h_used >= h->h_credits) {
+		mlog_err("handle of transaction %" PRIu32 " used up its %" PRIu32
+			 " credits", h->h_tid, h->h_credits);
+		return handle_error(h, -ENOSPC);
+	}
+	pthread_mutex_lock(&j->j_lock);
+	err = add_revoke(h->h_tx, home);
+	if (!err) {
+		h->h_used++;
+		j->j_stats.revokes++;
+		/* A checkpoint write already under way is waited for, so the
+		 * block's next owner never sees it land after its own. */
+		while ((jb = jnl_buf_find(j, home)) && jb->b_cp_busy)
+			pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+		if (jb)
+			forget_buf(j, jb);
+	}
+	pthread_mutex_unlock(&j->j_lock);
+	return err ? handle_error(h, err) : 0;
+}
+
+int jnl_add_ordered(struct jnl_handle *h, struct jnl_inode *ji)
+{
+	struct jnl *j = h->h_journal;
+	struct jnl_tx *t = h->h_tx;
+	int err = 0;
+
+	if (!t)
+		return -EINVAL;
+	pthread_mutex_lock(&j->j_lock);
+	if (!ji->ji_listed || ji->ji_tid != t->t_tid) {
+		err = grow_array((void **)&t->t_ordered, &t->t_cap_ordered,
+				 t->t_nordered, sizeof(*t->t_ordered));
+		if (!err) {
+			t->t_ordered[t->t_nordered++] = ji;
+			ji->ji_tid = t->t_tid;
+			ji->ji_listed = true;
+		}
+	}
+	pthread_mutex_unlock(&j->j_lock);
+	return err ? handle_error(h, err) : 0;
+}
+
+static void unlist(struct jnl_tx *t, const struct jnl_inode *ji)
+{
+	for (uint32_t i = 0; t && i < t->t_nordered; i++)
+		if (t->t_ordered[i] == ji)
+			t->t_ordered[i] = NULL;
+}
+
+void jnl_forget_inode(struct jnl *j, struct jnl_inode *ji)
+{
+	pthread_mutex_lock(&j->j_lock);
+	/* A commit may be writing its data right now: let it finish. */
+	while (ji->ji_flushing)
+		pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+	unlist(j->j_running, ji);
+	unlist(j->j_committing, ji);
+	ji->ji_listed = false;
+	pthread_mutex_unlock(&j->j_lock);
+}

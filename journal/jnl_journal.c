@@ -1,0 +1,345 @@
+/*
+ * jnl_journal.c - the journal object: opening, the commit thread, the log's
+ * space and its superblock, closing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jnl_i.h"
+
+uint32_t jnl_tx_reservation(const struct jnl *j, uint32_t credits)
+{
+	return credits ? jnl_log_blocks_needed(j->j_geom.bs, credits, credits) : 0;
+}
+
+uint32_t jnl_log_used(const struct jnl *j)
+{
+	return (j->j_head + j->j_loglen - j->j_tail) % j->j_loglen;
+}
+
+void *jnl_buf_data(const struct jnl_buf *jb)
+{
+	return jb->b_page->data;
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+
+static uint32_t hash_of(const struct jnl *j, uint64_t home)
+{
+	return (uint32_t)((home * 0x9E3779B97F4A7C15ull) >> 32) & j->j_hash_mask;
+}
+
+struct jnl_buf *jnl_buf_find(struct jnl *j, uint64_t home)
+{
+	struct jnl_buf *jb = j->j_hash[hash_of(j, home)];
+
+	while (jb && jb->b_home != home)
+		jb = jb->b_hash_next;
+	return jb;
+}
+
+void jnl_buf_release_if_idle(struct jnl *j, struct jnl_buf *jb)
+{
+	struct jnl_buf **pp;
+
+	if (jb->b_tx || jb->b_cp_tx || jb->b_committing || jb->b_cp_busy)
+		return;
+	for (pp = &j->j_hash[hash_of(j, jb->b_home)]; *pp != jb; pp = &(*pp)->b_hash_next)
+		;
+	*pp = jb->b_hash_next;
+	pc_put_page(jb->b_page);
+	free(jb);
+}
+
+/* ---- the superblock ------------------------------------------------------ */
+
+/* Where the log starts now: the oldest committed transaction, else the one
+ * being committed if it has claimed its place, else nowhere (the log is
+ * empty and may be reused from the head on). */
+static void log_start(struct jnl *j, uint32_t *start, uint32_t *seq, uint32_t *tail)
+{
+	struct jnl_tx *t = ut_list_first(&j->j_checkpoint, struct jnl_tx, t_cp_link);
+
+	if (!t && j->j_committing && j->j_committing->t_state == TX_COMMITTING)
+		t = j->j_committing;
+	*start = t ? t->t_log_start : 0;
+	*seq = t ? t->t_tid : j->j_commit_done + 1;
+	*tail = t ? t->t_log_start : j->j_head;
+}
+
+int jnl_sync_sb(struct jnl *j)
+{
+	uint32_t start, seq, tail;
+	int err = 0;
+
+	pthread_mutex_lock(&j->j_sb_mutex);
+	pthread_mutex_lock(&j->j_lock);
+	log_start(j, &start, &seq, &tail);
+	pthread_mutex_unlock(&j->j_lock);
+	if (le32toh(j->j_sb.s_start) != start || le32toh(j->j_sb.s_sequence) != seq) {
+		j->j_sb.s_start = htole32(start);
+		j->j_sb.s_sequence = htole32(seq);
+		err = jnl_sb_write(&j->j_geom, &j->j_sb);
+	}
+	/* Only now may the log blocks before @tail be reused. */
+	pthread_mutex_lock(&j->j_lock);
+	if (!err)
+		j->j_tail = tail;
+	pthread_mutex_unlock(&j->j_lock);
+	pthread_mutex_unlock(&j->j_sb_mutex);
+	return err;
+}
+
+void jnl_abort(struct jnl *j, int err, const char *what)
+{
+	if (!j->j_aborted) {
+		mlog_err("journal aborted: %s failed: %s; the filesystem must be "
+			 "checked", what, strerror(-err));
+		j->j_aborted = err;
+	}
+	pthread_cond_broadcast(&j->j_wait_done);
+	pthread_cond_broadcast(&j->j_wait_updates);
+}
+
+/* ---- the commit thread --------------------------------------------------- */
+
+static bool commit_due(const struct jnl *j, uint64_t now)
+{
+	const struct jnl_tx *t = j->j_running;
+	uint64_t interval = (uint64_t)j->j_cfg.commit_interval_ms * 1000000ull;
+
+	if (!t)
+		return false;
+	if (j->j_commit_wanted && (int32_t)(j->j_commit_request - t->t_tid) >= 0)
+		return true;
+	if (!t->t_nbufs && !t->t_nrevokes && !t->t_nordered)
+		return false;
+	return j->j_stop || now - t->t_start_ns >= interval ||
+	       t->t_credits >= j->j_max_tx;
+}
+
+static void wait_for_work(struct jnl *j)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)(j->j_cfg.commit_interval_ms % 1000) * 1000000;
+	until.tv_sec += j->j_cfg.commit_interval_ms / 1000 + until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	pthread_cond_timedwait(&j->j_wait_commit, &j->j_lock, &until);
+}
+
+static void *commit_thread(void *arg)
+{
+	struct jnl *j = arg;
+
+	pthread_mutex_lock(&j->j_lock);
+	for (;;) {
+		while (!j->j_stop && (j->j_aborted || !commit_due(j, ut_now_ns())))
+			wait_for_work(j);
+		if (commit_due(j, ut_now_ns()) && !j->j_aborted) {
+			struct jnl_tx *t = j->j_running;
+
+			pthread_mutex_unlock(&j->j_lock);
+			jnl_commit_tx(j, t);
+			pthread_mutex_lock(&j->j_lock);
+			continue;
+		}
+		if (j->j_stop)
+			break;
+	}
+	pthread_mutex_unlock(&j->j_lock);
+	return NULL;
+}
+
+int jnl_wait_commit_locked(struct jnl *j, uint32_t tid)
+{
+	while (!j->j_aborted && (int32_t)(j->j_commit_done - tid) < 0) {
+		if (!j->j_commit_wanted || (int32_t)(tid - j->j_commit_request) > 0)
+			j->j_commit_request = tid;
+		j->j_commit_wanted = true;
+		pthread_cond_signal(&j->j_wait_commit);
+		pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+	}
+	return j->j_aborted ? -EIO : 0;
+}
+
+int jnl_commit_wait(struct jnl *j, uint32_t tid)
+{
+	int err;
+
+	pthread_mutex_lock(&j->j_lock);
+	err = jnl_wait_commit_locked(j, tid);
+	pthread_mutex_unlock(&j->j_lock);
+	return err;
+}
+
+int jnl_sync(struct jnl *j)
+{
+	uint32_t tid;
+
+	pthread_mutex_lock(&j->j_lock);
+	tid = j->j_running ? j->j_running->t_tid : j->j_commit_done;
+	pthread_mutex_unlock(&j->j_lock);
+	return jnl_commit_wait(j, tid);
+}
+
+int jnl_checkpoint(struct jnl *j)
+{
+	int err = jnl_sync(j), done;
+
+	while (!err && (done = jnl_checkpoint_one(j)) != 0)
+		err = done < 0 ? done : 0;
+	if (!err)
+		err = jnl_sync_sb(j);
+	return err;
+}
+
+void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
+{
+	pthread_mutex_lock(&j->j_lock);
+	*st = j->j_stats;
+	st->committed_tid = j->j_commit_done;
+	st->running_tid = j->j_running ? j->j_running->t_tid : 0;
+	st->log_used = jnl_log_used(j);
+	st->log_size = j->j_loglen;
+	pthread_mutex_unlock(&j->j_lock);
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+static int load_sb(struct jnl *j, struct bdev *bd, const uint64_t *map,
+		   uint32_t nblocks)
+{
+	char why[200];
+	void *blk = bdev_alloc_buf(bd->block_size);
+	int err;
+
+	if (!blk)
+		return -ENOMEM;
+	j->j_geom = (struct jnl_geom){ .bd = bd, .map = map, .nblocks = nblocks,
+				       .bs = bd->block_size };
+	err = jnl_read_block(&j->j_geom, 0, blk);
+	if (!err)
+		memcpy(&j->j_sb, blk, sizeof(j->j_sb));
+	bdev_free_buf(blk);
+	if (!err && jnl_sb_check(&j->j_sb, nblocks, bd->block_size, why, sizeof(why))) {
+		mlog_err("%s", why);
+		err = -EUCLEAN;
+	}
+	if (!err && j->j_sb.s_start) {
+		mlog_err("journal needs recovery before it can be used");
+		err = -EUCLEAN;
+	}
+	return err;
+}
+
+static int init_state(struct jnl *j, const struct jnl_config *cfg)
+{
+	uint32_t buckets = 64;
+
+	j->j_cfg = *cfg;
+	if (!j->j_cfg.commit_interval_ms)
+		j->j_cfg.commit_interval_ms = 5000;
+	j->j_geom.first = le32toh(j->j_sb.s_first);
+	j->j_geom.seed = le64toh(j->j_sb.s_csum_seed);
+	j->j_loglen = j->j_geom.nblocks - j->j_geom.first;
+	j->j_max_tx = le32toh(j->j_sb.s_max_trans_blocks);
+	/* A transaction's worst case must fit a quarter of the log. */
+	while (j->j_max_tx > 1 && jnl_tx_reservation(j, j->j_max_tx) > j->j_loglen / 4)
+		j->j_max_tx--;
+	j->j_head = j->j_tail = j->j_geom.first;
+	j->j_next_tid = le32toh(j->j_sb.s_sequence);
+	j->j_commit_done = j->j_next_tid - 1;
+	ut_list_init(&j->j_checkpoint);
+	while (buckets < j->j_geom.nblocks / 2)
+		buckets *= 2;
+	j->j_hash = calloc(buckets, sizeof(*j->j_hash));
+	j->j_hash_mask = buckets - 1;
+	return j->j_hash ? 0 : -ENOMEM;
+}
+
+static void init_sync(struct jnl *j)
+{
+	pthread_mutex_init(&j->j_lock, NULL);
+	pthread_mutex_init(&j->j_cp_mutex, NULL);
+	pthread_mutex_init(&j->j_sb_mutex, NULL);
+	pthread_cond_init(&j->j_wait_updates, NULL);
+	pthread_cond_init(&j->j_wait_commit, NULL);
+	pthread_cond_init(&j->j_wait_done, NULL);
+}
+
+static void destroy(struct jnl *j)
+{
+	pthread_mutex_destroy(&j->j_lock);
+	pthread_mutex_destroy(&j->j_cp_mutex);
+	pthread_mutex_destroy(&j->j_sb_mutex);
+	pthread_cond_destroy(&j->j_wait_updates);
+	pthread_cond_destroy(&j->j_wait_commit);
+	pthread_cond_destroy(&j->j_wait_done);
+	free(j->j_hash);
+	free(j);
+}
+
+int jnl_open(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
+	     const struct jnl_config *cfg, struct jnl **out)
+{
+	struct jnl *j = calloc(1, sizeof(*j));
+	int err;
+
+	if (!j)
+		return -ENOMEM;
+	init_sync(j);
+	err = load_sb(j, bd, map, nblocks);
+	if (!err)
+		err = init_state(j, cfg);
+	if (!err)
+		err = -pthread_create(&j->j_thread, NULL, commit_thread, j);
+	if (err) {
+		destroy(j);
+		return err;
+	}
+	*out = j;
+	return 0;
+}
+
+/* Buffers can outlive a failed journal; drop them so pages are unpinned. */
+static void drop_all(struct jnl *j)
+{
+	for (uint32_t i = 0; i <= j->j_hash_mask; i++) {
+		while (j->j_hash[i]) {
+			struct jnl_buf *jb = j->j_hash[i];
+
+			j->j_hash[i] = jb->b_hash_next;
+			pc_put_page(jb->b_page);
+			free(jb);
+		}
+	}
+	while (!ut_list_empty(&j->j_checkpoint)) {
+		struct jnl_tx *t = ut_list_first(&j->j_checkpoint, struct jnl_tx, t_cp_link);
+
+		ut_list_del(&t->t_cp_link);
+		jnl_tx_free(t);
+	}
+	if (j->j_running)
+		jnl_tx_free(j->j_running);
+}
+
+int jnl_close(struct jnl *j)
+{
+	int err = jnl_checkpoint(j);
+
+	pthread_mutex_lock(&j->j_lock);
+	j->j_stop = true;
+	pthread_cond_signal(&j->j_wait_commit);
+	pthread_mutex_unlock(&j->j_lock);
+	pthread_join(j->j_thread, NULL);
+	if (!err && j->j_aborted)
+		err = -EIO;
+	drop_all(j);
+	destroy(j);
+	return err;
+}

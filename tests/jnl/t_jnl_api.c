@@ -1,0 +1,316 @@
+/*
+ * t_jnl_api - each part of the journal on its own: handles and credits,
+ * commit and fsync, escaping, multi-descriptor transactions, revoke,
+ * ordered data, wrapping with checkpoints, close, and I/O errors.
+ */
+#include <endian.h>
+
+#include "t_jnl.h"
+#include "util.h"
+
+#define BS      1024u
+#define DEV     4096u
+#define JSTART  2048u
+#define JBLOCKS 1024u
+
+/* The device as a power cut right now would leave it, recovered. */
+static struct bdev *crash_now(struct tj *t, struct jnl_recovery *info)
+{
+	struct bdev *img;
+
+	t_ok(bdev_mem_crash_image(t->bd, bdev_mem_log_count(t->bd),
+				  BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(jnl_recover(img, t->map, t->nblocks, 0, info));
+	return img;
+}
+
+static void setup(struct tj *t)
+{
+	tj_setup(t, BS, DEV, JSTART, JBLOCKS, false);
+	bdev_mem_record(t->bd, true);
+	tj_open(t);
+}
+
+static void test_commit_and_recover(void)
+{
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_recovery info;
+	struct bdev *img;
+
+	setup(&t);
+	t_ok(jnl_start(t.j, 3, &h));
+	tj_write(&t, &h, 10, 1);
+	tj_write(&t, &h, 11, 2);
+	tj_write(&t, &h, 10, 3);              /* again: no second credit */
+	t_eq(h.h_used, 2);
+	t_ok(jnl_stop(&h));
+	t_assert(tj_holds(t.bd, BS, 10, 0), "home untouched before checkpoint");
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	t_assert(tj_holds(t.bd, BS, 10, 0), "commit writes only the log");
+	img = crash_now(&t, &info);
+	t_eq(info.transactions, 1);
+	t_eq(info.replayed, 2);
+	t_assert(tj_holds(img, BS, 10, 3) && tj_holds(img, BS, 11, 2), "replayed");
+	bdev_close(img);
+	tj_close(&t);
+	t_assert(tj_holds(t.bd, BS, 10, 3) && tj_holds(t.bd, BS, 11, 2), "home after close");
+	img = crash_now(&t, &info);
+	t_assert(info.was_empty, "log empty after close");
+	bdev_close(img);
+	tj_teardown(&t);
+	printf("ok: commit, fsync, recovery, close\n");
+}
+
+static void test_limits(void)
+{
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_stats st;
+
+	setup(&t);
+	jnl_get_stats(t.j, &st);
+	t_eq(jnl_start(t.j, JBLOCKS, &h), -ENOSPC);     /* more than a transaction */
+	t_ok(jnl_start(t.j, 2, &h));
+	tj_write(&t, &h, 20, 1);
+	tj_write(&t, &h, 21, 1);
+	{
+		struct pc_page *pg;
+
+		t_ok(pc_read_cache_page(t.meta, 22, &pg));
+		t_eq(jnl_get_write_access(&h, pg, 22), -ENOSPC);
+		pc_put_page(pg);
+	}
+	t_eq(jnl_revoke(&h, 30), -ENOSPC);
+	t_eq(jnl_dirty(&h, 23), -EINVAL);              /* no write access asked */
+	t_eq(jnl_stop(&h), -ENOSPC);
+	tj_teardown(&t);
+	printf("ok: credit limits\n");
+}
+
+/* Blocks that start with the journal magic survive the log unchanged. */
+static void test_escape_and_big(void)
+{
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_recovery info;
+	struct pc_page *pg;
+	struct bdev *img;
+	uint8_t *want = bdev_alloc_buf(BS), *got = bdev_alloc_buf(BS);
+	uint32_t magic = htole32(JNL_MAGIC);
+
+	setup(&t);
+	t_ok(jnl_start(t.j, 200, &h));
+	for (uint64_t b = 100; b < 299; b++)        /* over three descriptors */
+		tj_write(&t, &h, b, b);
+	t_ok(pc_read_cache_page(t.meta, 50, &pg));
+	t_ok(jnl_get_write_access(&h, pg, 50));
+	tj_fill(pg->data, BS, 50, 9);
+	memcpy(pg->data, &magic, 4);
+	memcpy(want, pg->data, BS);
+	t_ok(jnl_dirty(&h, 50));
+	pc_put_page(pg);
+	t_ok(jnl_stop(&h));
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	img = crash_now(&t, &info);
+	t_eq(info.replayed, 200);
+	t_ok(bdev_read(img, 50 * BS, got, BS));
+	t_assert(!memcmp(got, want, BS), "escaped block restored");
+	for (uint64_t b = 100; b < 299; b++)
+		t_assert(tj_holds(img, BS, b, b), "block %lu", (unsigned long)b);
+	bdev_close(img);
+	bdev_free_buf(want);
+	bdev_free_buf(got);
+	tj_teardown(&t);
+	printf("ok: escaping, a transaction over several descriptors\n");
+}
+
+/* fsync waits for its own transaction only; handles group-commit. */
+static void test_fsync_scope(void)
+{
+	struct tj t;
+	struct jnl_handle h1, h2;
+	struct jnl_stats st;
+
+	setup(&t);
+	for (int i = 0; i < 5; i++) {
+		t_ok(jnl_start(t.j, 1, &h1));
+		tj_write(&t, &h1, 60 + i, 1);
+		t_ok(jnl_stop(&h1));
+	}
+	t_ok(jnl_commit_wait(t.j, h1.h_tid));
+	jnl_get_stats(t.j, &st);
+	t_eq(st.commits, 1);                         /* five handles, one commit */
+	t_ok(jnl_start(t.j, 1, &h2));
+	tj_write(&t, &h2, 70, 1);
+	t_ok(jnl_stop(&h2));
+	t_assert(h2.h_tid != h1.h_tid, "a new transaction");
+	t_ok(jnl_commit_wait(t.j, h1.h_tid));        /* already done */
+	jnl_get_stats(t.j, &st);
+	t_eq(st.commits, 1);
+	t_eq(st.running_tid, h2.h_tid);
+	tj_teardown(&t);
+	printf("ok: fsync scope and group commit\n");
+}
+
+static void test_revoke(void)
+{
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_recovery info;
+	struct bdev *img;
+	void *buf = bdev_alloc_buf(BS);
+
+	setup(&t);
+	t_ok(jnl_start(t.j, 2, &h));
+	tj_write(&t, &h, 80, 1);
+	tj_write(&t, &h, 81, 1);
+	t_ok(jnl_stop(&h));
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	t_ok(jnl_start(t.j, 1, &h));
+	t_ok(jnl_revoke(&h, 80));
+	t_ok(jnl_stop(&h));
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	tj_fill(buf, BS, 80, 777);                   /* reused as plain data */
+	t_ok(bdev_write(t.bd, 80 * BS, buf, BS));
+	t_ok(bdev_flush(t.bd));
+	img = crash_now(&t, &info);
+	t_eq(info.transactions, 2);
+	t_eq(info.revoked, 1);
+	t_assert(tj_holds(img, BS, 80, 777), "revoked block not resurrected");
+	t_assert(tj_holds(img, BS, 81, 1), "neighbour replayed");
+	bdev_close(img);
+	tj_close(&t);
+	t_assert(tj_holds(t.bd, BS, 80, 777), "checkpoint skipped the revoked block");
+	bdev_free_buf(buf);
+	tj_teardown(&t);
+	printf("ok: revoke\n");
+}
+
+/* ---- ordered data -------------------------------------------------------- */
+
+struct ordered_ctx {
+	struct tj *t;
+	unsigned calls;
+	size_t data_done;            /* log count after the data write */
+};
+
+static int write_ordered(void *arg, struct jnl_inode *ji)
+{
+	struct ordered_ctx *o = arg;
+	void *buf = bdev_alloc_buf(BS);
+	int err;
+
+	tj_fill(buf, BS, ji->ji_ino, 4242);
+	err = bdev_write(o->t->bd, ji->ji_ino * BS, buf, BS);
+	bdev_free_buf(buf);
+	o->calls++;
+	o->data_done = bdev_mem_log_count(o->t->bd);
+	return err;
+}
+
+static void test_ordered(void)
+{
+	struct tj t;
+	struct ordered_ctx o = { .t = &t };
+	struct jnl_inode ji = { .ji_ino = 500 };
+	struct jnl_handle h;
+	size_t commit_at = 0;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	t.cfg.write_ordered = write_ordered;
+	t.cfg.arg = &o;
+	bdev_mem_record(t.bd, true);
+	tj_open(&t);
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, 90, 1);
+	t_ok(jnl_add_ordered(&h, &ji));
+	t_ok(jnl_add_ordered(&h, &ji));              /* listed once */
+	t_ok(jnl_stop(&h));
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	t_eq(o.calls, 1);
+	for (size_t i = 0; i < bdev_mem_log_count(t.bd); i++) {
+		const struct bdev_mem_log_entry *e = bdev_mem_log(t.bd, i);
+		const struct jnl_header *hd = e->data;
+
+		if (!e->flush && le32toh(hd->h_magic) == JNL_MAGIC &&
+		    le32toh(hd->h_blocktype) == JNL_BT_COMMIT)
+			commit_at = i + 1;
+	}
+	t_assert(commit_at > o.data_done, "data (log entry %zu) before commit (%zu)",
+		 o.data_done, commit_at);
+	jnl_forget_inode(t.j, &ji);
+	tj_teardown(&t);
+	printf("ok: ordered data reaches home before the commit block\n");
+}
+
+/* Many more blocks than the log holds: handles wait for checkpoints, and
+ * every block ends up home with its last content. */
+static void test_wrap(void)
+{
+	static uint64_t last[700];
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_stats st;
+	uint64_t stamp = 0;
+
+	setup(&t);
+	for (int i = 0; i < 300; i++) {
+		t_ok(jnl_start(t.j, 40, &h));
+		for (uint64_t b = 0; b < 40; b++) {
+			uint64_t blk = 100 + (i * 7 + b) % 600;
+
+			tj_write(&t, &h, blk, ++stamp);
+			last[blk] = stamp;
+		}
+		t_ok(jnl_stop(&h));
+		if (i % 5 == 0)
+			t_ok(jnl_commit_wait(t.j, h.h_tid));
+	}
+	jnl_get_stats(t.j, &st);
+	t_assert(st.checkpoints > 0 && st.blocks_logged > 3 * JBLOCKS,
+		 "%lu checkpoints, %lu blocks logged", (unsigned long)st.checkpoints,
+		 (unsigned long)st.blocks_logged);
+	tj_close(&t);
+	for (uint64_t blk = 100; blk < 700; blk++)
+		t_assert(tj_holds(t.bd, BS, blk, last[blk]), "block %lu holds %lu, "
+			 "expected %lu", (unsigned long)blk,
+			 (unsigned long)tj_stamp_of(t.bd, BS, blk), (unsigned long)last[blk]);
+	tj_teardown(&t);
+	printf("ok: %lu blocks through a %u-block log, %lu checkpoints\n",
+	       (unsigned long)st.blocks_logged, JBLOCKS, (unsigned long)st.checkpoints);
+}
+
+static void test_io_error(void)
+{
+	struct tj t;
+	struct jnl_handle h;
+
+	setup(&t);
+	t_ok(bdev_mem_fail(t.bd, (uint64_t)JSTART * BS, (uint64_t)JBLOCKS * BS,
+			   BDEV_MEM_FAIL_WRITE));
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, 95, 1);
+	t_ok(jnl_stop(&h));
+	t_eq(jnl_commit_wait(t.j, h.h_tid), -EIO);
+	t_eq(jnl_start(t.j, 1, &h), -EIO);
+	t_ok(bdev_mem_fail(t.bd, 0, 0, 0));
+	t_assert(jnl_close(t.j) < 0, "close reports the abort");
+	t.j = NULL;
+	tj_teardown(&t);
+	printf("ok: a failed commit aborts the journal\n");
+}
+
+int main(void)
+{
+	mlog_set_level(MLOG_ERR);
+	test_commit_and_recover();
+	test_limits();
+	test_escape_and_big();
+	test_fsync_scope();
+	test_revoke();
+	test_ordered();
+	test_wrap();
+	test_io_error();
+	return 0;
+}
