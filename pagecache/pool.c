@@ -199,8 +199,11 @@ static void balance_active(struct pc_cache *c)
 	}
 }
 
-/* Take up to @max candidates off the inactive tail, each with a reference
- * (an LRU page is in its mapping, so its count is at least 1). */
+/*
+ * Take up to @max candidates off the inactive tail, each with a reference.
+ * A page with count 0 is being dropped by pc_invalidate (frozen, about to
+ * leave the LRU under this lock): it goes back to the head, untouched.
+ */
 static unsigned int isolate(struct pc_cache *c, struct pc_page **iso,
 			    unsigned int max)
 {
@@ -218,7 +221,10 @@ static unsigned int isolate(struct pc_cache *c, struct pc_page **iso,
 			list_add_head(c, &c->active, p);
 			continue;
 		}
-		atomic_fetch_add(&p->count, 1);
+		if (!pc_page_try_get(p)) {
+			list_add_head(c, &c->inactive, p);
+			continue;
+		}
 		ClearPageLRU(p);
 		iso[n++] = p;
 	}
@@ -256,7 +262,9 @@ static bool reclaim_locked(struct pc_cache *c, struct pc_page *p)
 		return false;
 	if (!atomic_compare_exchange_strong(&p->count, &two, 0))
 		return false;
+	pthread_mutex_lock(&m->lock);
 	pc_index_delete(m, p);
+	pthread_mutex_unlock(&m->lock);
 	atomic_store_explicit(&p->mapping, NULL, memory_order_release);
 	/* Count 0: nobody holds the page, so nobody waits on its lock. */
 	ClearPageLocked(p);
