@@ -1,8 +1,10 @@
 /*
  * jnl_bench - commits per second and journalled MB/s on an image file.
  *
- *   jnl_bench IMAGE commits SECONDS     small transactions, fsync after each
- *   jnl_bench IMAGE data MIB            large transactions of journalled data
+ *   jnl_bench IMAGE commits SECONDS [async]  small transactions, fsync each
+ *   jnl_bench IMAGE data MIB [async]         large transactions of data
+ *
+ * "async" selects the one-flush commit.
  *
  * Not a test: bench/jnl_bench.sh runs it next to fio on the same file and
  * prints medians and ratios.
@@ -35,12 +37,12 @@ static int die(const char *what, int err)
 	exit(1);
 }
 
-static void setup(struct bench *b, const char *image)
+static void setup(struct bench *b, const char *image, bool async)
 {
 	struct bdev_open_opts bo = { .block_size = BS, .queue_depth = 128 };
 	struct pc_config pcfg = { .block_size = BS, .budget = 256u << 20,
 				  .no_flusher = true };
-	struct jnl_config jcfg = { .commit_interval_ms = 5000 };
+	struct jnl_config jcfg = { .commit_interval_ms = 5000, .async_commit = async };
 	uint8_t uuid[16] = { 7 };
 	int err;
 
@@ -130,11 +132,12 @@ int main(int argc, char **argv)
 {
 	static struct bench b;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: jnl_bench IMAGE commits SECONDS | IMAGE data MIB\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: jnl_bench IMAGE commits SECONDS [async] | "
+			"IMAGE data MIB [async]\n");
 		return 2;
 	}
-	setup(&b, argv[1]);
+	setup(&b, argv[1], argc == 5 && !strcmp(argv[4], "async"));
 	if (!strcmp(argv[2], "commits"))
 		bench_commits(&b, atof(argv[3]));
 	else

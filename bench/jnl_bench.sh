@@ -26,9 +26,10 @@ print(j['iops'] if sys.argv[1] == 'iops' else j['bw_bytes'] / 1e6)" "$field"
 }
 
 truncate -s 160M "$img"
-commits=() fsyncs=() data=() seqs=()
+commits=() acommits=() fsyncs=() data=() seqs=()
 for _ in $(seq "$runs"); do
 	commits+=("$("$build/bench/jnl_bench" "$img" commits 3 | sed -n 's/commits\/s: //p')")
+	acommits+=("$("$build/bench/jnl_bench" "$img" commits 3 async | sed -n 's/commits\/s: //p')")
 	data+=("$("$build/bench/jnl_bench" "$img" data 256 | sed -n 's/journalled MB\/s: //p')")
 	fsyncs+=("$(fio_json iops --name=f --rw=write --bs=4k --size=64M \
 		--fsync=1 --direct=1 --ioengine=psync --runtime=3 --time_based)")
@@ -36,11 +37,14 @@ for _ in $(seq "$runs"); do
 		--direct=1 --ioengine=psync --end_fsync=1)")
 done
 c=$(printf '%s\n' "${commits[@]}" | median)
+a=$(printf '%s\n' "${acommits[@]}" | median)
 f=$(printf '%s\n' "${fsyncs[@]}" | median)
 d=$(printf '%s\n' "${data[@]}" | median)
 s=$(printf '%s\n' "${seqs[@]}" | median)
 printf 'medians of %d runs on %s\n' "$runs" "$work"
 printf '%-40s %10.0f   fio 4k write+fsync iops %10.0f   ratio %.2f\n' \
 	"journal commits/s (fsync each):" "$c" "$f" "$(echo "$c / $f" | bc -l)"
+printf '%-40s %10.0f   fio 4k write+fsync iops %10.0f   ratio %.2f\n' \
+	"journal commits/s (async commit):" "$a" "$f" "$(echo "$a / $f" | bc -l)"
 printf '%-40s %10.1f   fio 1M direct write MB/s %9.1f   ratio %.2f\n' \
 	"journalled data MB/s:" "$d" "$s" "$(echo "$d / $s" | bc -l)"

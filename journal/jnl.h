@@ -99,6 +99,9 @@ struct jnl_inode {
 
 struct jnl_config {
 	unsigned int commit_interval_ms;   /* 0: 5000 */
+	/* One batch and one flush per commit instead of two flushes; the
+	 * transaction checksum stands in for the first flush. */
+	bool async_commit;
 	/* Ordered mode: write inode @ji's dirty data home and wait for it.
 	 * Called by the commit thread before the transaction's log blocks. */
 	int (*write_ordered)(void *arg, struct jnl_inode *ji);

@@ -186,7 +186,11 @@ static int write_log(struct jnl *j, struct jnl_tx *t, struct commit *c,
 	t->t_log_start = io.start = j->j_head;
 	pthread_mutex_unlock(&j->j_lock);
 	err = jnl_sync_sb(j);                         /* C4 */
-	return err ? err : jnl_log_write(&j->j_geom, &io, end);
+	/* C3 with an async commit: no flush separates the data from the
+	 * commit block any more, so flush the data first. */
+	if (!err && j->j_cfg.async_commit && c->nordered)
+		err = bdev_flush(j->j_geom.bd);
+	return err ? err : jnl_log_write(&j->j_geom, &io, j->j_cfg.async_commit, end);
 }
 
 int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)

@@ -30,11 +30,12 @@ struct jnl_tx_io {
 uint32_t jnl_log_blocks_needed(uint32_t bs, uint32_t nblocks, uint32_t nrevokes);
 
 /*
- * Write @io into the log with the ordering of jnl_log.c; when it returns 0
- * the transaction is committed and *end is the log position after it.
+ * Write @io into the log with the ordering of jnl_log.c (@async: one batch
+ * and one flush); when it returns 0 the transaction is committed and *end
+ * is the log position after it.
  */
 int jnl_log_write(const struct jnl_geom *g, const struct jnl_tx_io *io,
-		  uint32_t *end);
+		  bool async, uint32_t *end);
 
 /* ---- transactions ---------------------------------------------------------
  *

@@ -11,7 +11,9 @@
  * A crash before 4 leaves a transaction without a valid commit block (or
  * with blocks that fail their checksums), which recovery ignores; a crash
  * after 4 leaves it whole.  The caller writes ordered data before calling,
- * so the flush of step 2 covers it too.
+ * so the flush of step 2 covers it too.  With async commit, steps 1-3 are
+ * one batch and one flush (see write_image); the caller then flushes
+ * ordered data itself first.
  */
 #include <endian.h>
 #include <errno.h>
@@ -176,36 +178,35 @@ static uint32_t image_pos(const struct log_image *im, uint32_t i)
 	return (im->start - g->first + i) % (g->nblocks - g->first) + g->first;
 }
 
-/* Log positions whose device blocks are adjacent become one request. */
-static uint32_t run_length(const struct log_image *im, uint32_t i)
+/* Log positions [i, to) whose device blocks are adjacent: one request. */
+static uint32_t run_length(const struct log_image *im, uint32_t i, uint32_t to)
 {
 	const uint64_t *map = im->g->map;
 	uint32_t pos = image_pos(im, i), n = 1;
 
-	while (i + n < im->count && pos + n < im->g->nblocks &&
-	       map[pos + n] == map[pos] + n)
+	while (i + n < to && pos + n < im->g->nblocks && map[pos + n] == map[pos] + n)
 		n++;
 	return n;
 }
 
-static int write_blocks(struct log_image *im)
+/* Write image blocks [from, to) in one batch and wait for them. */
+static int write_blocks(struct log_image *im, uint32_t from, uint32_t to)
 {
-	struct bdev_req *reqs = calloc(im->count, sizeof(*reqs));
-	struct bdev_req **ptrs = calloc(im->count, sizeof(*ptrs));
-	struct iovec *iov = calloc(im->count, sizeof(*iov));
-	uint32_t nreq = 0;
+	uint32_t n = to - from, nreq = 0;
+	struct bdev_req *reqs = calloc(n, sizeof(*reqs));
+	struct bdev_req **ptrs = calloc(n, sizeof(*ptrs));
+	struct iovec *iov = calloc(n, sizeof(*iov));
 	int err = -ENOMEM;
 
-	if (!im->count)
-		err = 0;
-	else if (reqs && ptrs && iov) {
-		for (uint32_t i = 0; i < im->count; i += run_length(im, i)) {
-			uint32_t n = run_length(im, i);
+	if (reqs && ptrs && iov) {
+		for (uint32_t i = from; i < to; i += run_length(im, i, to)) {
+			uint32_t len = run_length(im, i, to);
 
-			for (uint32_t k = 0; k < n; k++)
-				iov[i + k] = (struct iovec){ im->bufs[i + k], im->g->bs };
+			for (uint32_t k = 0; k < len; k++)
+				iov[i - from + k] = (struct iovec){ im->bufs[i + k], im->g->bs };
 			bdev_req_initv(&reqs[nreq], BDEV_OP_WRITE,
-				       im->g->map[image_pos(im, i)] * im->g->bs, &iov[i], n);
+				       im->g->map[image_pos(im, i)] * im->g->bs,
+				       &iov[i - from], len);
 			ptrs[nreq] = &reqs[nreq];
 			nreq++;
 		}
@@ -217,7 +218,9 @@ static int write_blocks(struct log_image *im)
 	return err;
 }
 
-static int write_commit(struct log_image *im, const struct jnl_tx_io *io)
+/* The commit block, last in the image: its checksum covers every block
+ * before it. */
+static int add_commit(struct log_image *im)
 {
 	struct jnl_commit_block *c = new_header_block(im, JNL_BT_COMMIT);
 	struct jnl_txsum sum;
@@ -239,30 +242,52 @@ static int write_commit(struct log_image *im, const struct jnl_tx_io *io)
 	c->c_blocks = htole32(im->count);
 	c->c_data_checksum = htole32(jnl_txsum_final(&sum));
 	jnl_seal(im->g, im->tid, c);
-	err = jnl_write_block(im->g, image_pos(im, im->count), c);
-	bdev_free_buf(c);
-	return err;
+	if (image_add(im, c, true, 0) < 0) {
+		bdev_free_buf(c);
+		return -EOVERFLOW;
+	}
+	return 0;
+}
+
+/*
+ * Strict ordering flushes between the transaction's blocks and its commit
+ * block.  The asynchronous commit writes them all in one batch and
+ * flushes once: a commit block that reaches the disk before some block it
+ * covers fails the transaction checksum, so recovery treats the
+ * transaction as never committed -- which it was not, since the caller
+ * hears of the commit only after the flush.
+ */
+static int write_image(struct log_image *im, bool async)
+{
+	uint32_t body = im->count - 1;
+	int err = 0;
+
+	if (async)
+		body = im->count;
+	if (body)
+		err = write_blocks(im, 0, body);
+	if (!err && !async)
+		err = bdev_flush(im->g->bd);
+	if (!err && !async)
+		err = write_blocks(im, body, im->count);
+	return err ? err : bdev_flush(im->g->bd);
 }
 
 int jnl_log_write(const struct jnl_geom *g, const struct jnl_tx_io *io,
-		  uint32_t *end)
+		  bool async, uint32_t *end)
 {
 	uint32_t need = jnl_log_blocks_needed(g->bs, io->nblocks, io->nrevokes);
 	struct log_image im;
-	int err = image_init(&im, g, io->tid, io->start, need - 1);
+	int err = image_init(&im, g, io->tid, io->start, need);
 
 	if (!err)
 		err = build_image(&im, io);
 	if (!err)
-		err = write_blocks(&im);
+		err = add_commit(&im);
 	if (!err)
-		err = bdev_flush(g->bd);
+		err = write_image(&im, async);
 	if (!err)
-		err = write_commit(&im, io);
-	if (!err)
-		err = bdev_flush(g->bd);
-	if (!err)
-		*end = jnl_next(g, image_pos(&im, im.count));
+		*end = image_pos(&im, im.count);
 	image_free(&im);
 	return err;
 }

@@ -1,6 +1,8 @@
 /*
  * t_jnl_crash - a recorded journal workload, cut at every flush.
  *
+ * Run with "async" for the one-flush commit.
+ *
  * Several hundred handles of mixed sizes (some fsynced, some revoking
  * blocks that are then reused as plain data) run over the memory device
  * with its write log on.  Then, for every flush in the log, the device is
@@ -218,7 +220,7 @@ static void check_state(struct tj *t, struct model *m, size_t prefix,
 	bdev_close(img);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static struct model m;
 	struct tj t;
@@ -227,6 +229,7 @@ int main(void)
 
 	mlog_set_level(MLOG_ERR);
 	tj_setup(&t, BS, DEV_BLOCKS, JSTART, JBLOCKS, true);
+	t.cfg.async_commit = argc > 1 && !strcmp(argv[1], "async");
 	run_workload(&t, &m);
 	index_commits(&t, &m);
 	n = bdev_mem_log_count(t.bd);
