@@ -11,20 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-static int bad(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
+#include "util.h"
 
 static int check_tail(const struct mfs_super *sb, uint32_t ino,
 		      const void *block, char *why, size_t len)
@@ -35,9 +22,9 @@ static int check_tail(const struct mfs_super *sb, uint32_t ino,
 
 	if (t->det_zero || le16toh(t->det_rec_len) != MFS_DIR_TAIL_SIZE ||
 	    t->det_name_len || t->det_type != MFS_FT_DIR_TAIL)
-		return bad(why, len, "directory %" PRIu32 ": checksum tail missing", ino);
+		return ut_corrupt(why, len, "directory %" PRIu32 ": checksum tail missing", ino);
 	if (!mfs_block_csum_ok(sb, MFS_CSUM_DIR, ino, block))
-		return bad(why, len, "directory %" PRIu32 ": checksum mismatch "
+		return ut_corrupt(why, len, "directory %" PRIu32 ": checksum mismatch "
 			   "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")", ino,
 			   le32toh(t->det_checksum),
 			   mfs_block_csum(sb, MFS_CSUM_DIR, ino, block));
@@ -51,24 +38,24 @@ static int check_entry(const struct mfs_super *sb, uint32_t ino,
 	uint32_t rec = le16toh(de->rec_len), child = le32toh(de->inode);
 
 	if (rec < MFS_DIRENT_LEN(0) || rec % 4 || off + rec > end)
-		return bad(why, len, "directory %" PRIu32 ": rec_len %" PRIu32
+		return ut_corrupt(why, len, "directory %" PRIu32 ": rec_len %" PRIu32
 			   " at offset %" PRIu32 " is misaligned or too long",
 			   ino, rec, off);
 	if (!child)
 		return 0;
 	if (!de->name_len || MFS_DIRENT_LEN(de->name_len) > rec)
-		return bad(why, len, "directory %" PRIu32 ": name_len %u at offset %"
+		return ut_corrupt(why, len, "directory %" PRIu32 ": name_len %u at offset %"
 			   PRIu32 " does not fit rec_len %" PRIu32, ino,
 			   de->name_len, off, rec);
 	if (child > le32toh(sb->s_inodes_count))
-		return bad(why, len, "directory %" PRIu32 ": entry at offset %" PRIu32
+		return ut_corrupt(why, len, "directory %" PRIu32 ": entry at offset %" PRIu32
 			   " names inode %" PRIu32 ", beyond %" PRIu32, ino, off,
 			   child, le32toh(sb->s_inodes_count));
 	if (de->file_type == MFS_FT_UNKNOWN || de->file_type >= MFS_FT_MAX)
-		return bad(why, len, "directory %" PRIu32 ": entry at offset %" PRIu32
+		return ut_corrupt(why, len, "directory %" PRIu32 ": entry at offset %" PRIu32
 			   " has file type %u", ino, off, de->file_type);
 	if (memchr(de->name, '/', de->name_len) || memchr(de->name, 0, de->name_len))
-		return bad(why, len, "directory %" PRIu32 ": entry at offset %" PRIu32
+		return ut_corrupt(why, len, "directory %" PRIu32 ": entry at offset %" PRIu32
 			   " has '/' or NUL in its name", ino, off);
 	return 0;
 }

@@ -14,39 +14,24 @@
 
 #include "util.h"
 
-static int bad(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
-
 static int check_identity(const struct mfs_super *sb, char *why, size_t len)
 {
 	if (le32toh(sb->s_magic) != MFS_MAGIC)
-		return bad(why, len, "superblock: bad magic 0x%08" PRIx32
+		return ut_corrupt(why, len, "superblock: bad magic 0x%08" PRIx32
 			   " (expected 0x%08x)", le32toh(sb->s_magic), MFS_MAGIC);
 	if (le32toh(sb->s_checksum) != mfs_sb_csum(sb))
-		return bad(why, len, "superblock: checksum mismatch (stored 0x%08"
+		return ut_corrupt(why, len, "superblock: checksum mismatch (stored 0x%08"
 			   PRIx32 ", computed 0x%08" PRIx32 ")",
 			   le32toh(sb->s_checksum), mfs_sb_csum(sb));
 	if (le32toh(sb->s_rev_level) != MFS_REV_LEVEL)
-		return bad(why, len, "superblock: revision %" PRIu32 " unknown",
+		return ut_corrupt(why, len, "superblock: revision %" PRIu32 " unknown",
 			   le32toh(sb->s_rev_level));
 	if (le32toh(sb->s_log_block_size) > MFS_MAX_BLOCK_LOG - MFS_MIN_BLOCK_LOG)
-		return bad(why, len, "superblock: block size log %" PRIu32
+		return ut_corrupt(why, len, "superblock: block size log %" PRIu32
 			   " out of range", le32toh(sb->s_log_block_size));
 	if (le16toh(sb->s_inode_size) != MFS_INODE_SIZE ||
 	    le16toh(sb->s_desc_size) != MFS_DESC_SIZE)
-		return bad(why, len, "superblock: inode size %u / descriptor size %u"
+		return ut_corrupt(why, len, "superblock: inode size %u / descriptor size %u"
 			   " unsupported", le16toh(sb->s_inode_size),
 			   le16toh(sb->s_desc_size));
 	return 0;
@@ -62,24 +47,24 @@ static int check_groups(const struct mfs_super *sb, char *why, size_t len)
 	uint64_t groups;
 
 	if (fdb != (bs == 1024 ? 1u : 0u))
-		return bad(why, len, "superblock: first data block %" PRIu32
+		return ut_corrupt(why, len, "superblock: first data block %" PRIu32
 			   " wrong for %" PRIu32 "-byte blocks", fdb, bs);
 	if (bpg < 8 || bpg > 8 * bs || bpg % 8)
-		return bad(why, len, "superblock: %" PRIu32 " blocks per group", bpg);
+		return ut_corrupt(why, len, "superblock: %" PRIu32 " blocks per group", bpg);
 	if (ipg == 0 || ipg > 8 * bs || ipg % (bs / MFS_INODE_SIZE))
-		return bad(why, len, "superblock: %" PRIu32 " inodes per group", ipg);
+		return ut_corrupt(why, len, "superblock: %" PRIu32 " inodes per group", ipg);
 	if (blocks <= fdb || blocks > UINT32_MAX)
-		return bad(why, len, "superblock: block count %" PRIu64, blocks);
+		return ut_corrupt(why, len, "superblock: block count %" PRIu64, blocks);
 	groups = (blocks - fdb + bpg - 1) / bpg;
 	if (groups != le32toh(sb->s_groups_count))
-		return bad(why, len, "superblock: %" PRIu32 " groups recorded, %"
+		return ut_corrupt(why, len, "superblock: %" PRIu32 " groups recorded, %"
 			   PRIu64 " computed", le32toh(sb->s_groups_count), groups);
 	if ((uint64_t)ipg * groups != le32toh(sb->s_inodes_count))
-		return bad(why, len, "superblock: inode count %" PRIu32
+		return ut_corrupt(why, len, "superblock: inode count %" PRIu32
 			   " is not groups x inodes per group",
 			   le32toh(sb->s_inodes_count));
 	if (le16toh(sb->s_gdt_blocks) != (groups * MFS_DESC_SIZE + bs - 1) / bs)
-		return bad(why, len, "superblock: %u descriptor blocks for %" PRIu64
+		return ut_corrupt(why, len, "superblock: %u descriptor blocks for %" PRIu64
 			   " groups", le16toh(sb->s_gdt_blocks), groups);
 	return 0;
 }
@@ -94,22 +79,22 @@ static int check_counts(const struct mfs_super *sb, uint64_t device_bytes,
 
 	if (le64toh(sb->s_free_blocks_count) > blocks ||
 	    le32toh(sb->s_free_inodes_count) > le32toh(sb->s_inodes_count))
-		return bad(why, len, "superblock: free counts exceed totals");
+		return ut_corrupt(why, len, "superblock: free counts exceed totals");
 	if (rstart < blocks || dev_blocks < rstart)
-		return bad(why, len, "superblock: region area %" PRIu64 "..%" PRIu64
+		return ut_corrupt(why, len, "superblock: region area %" PRIu64 "..%" PRIu64
 			   " overlaps the groups", rstart, dev_blocks);
 	if (device_bytes && dev_blocks > device_bytes / bs)
-		return bad(why, len, "superblock: filesystem of %" PRIu64
+		return ut_corrupt(why, len, "superblock: filesystem of %" PRIu64
 			   " blocks is larger than the device (%" PRIu64 " blocks)",
 			   dev_blocks, device_bytes / bs);
 	if (le32toh(sb->s_first_ino) != MFS_FIRST_INO ||
 	    le32toh(sb->s_inodes_count) < MFS_FIRST_INO)
-		return bad(why, len, "superblock: first inode %" PRIu32 " / %" PRIu32
+		return ut_corrupt(why, len, "superblock: first inode %" PRIu32 " / %" PRIu32
 			   " inodes", le32toh(sb->s_first_ino),
 			   le32toh(sb->s_inodes_count));
 	if (le32toh(sb->s_region_count) &&
 	    le64toh(sb->s_region_table) >= blocks)
-		return bad(why, len, "superblock: region table at block %" PRIu64
+		return ut_corrupt(why, len, "superblock: region table at block %" PRIu64
 			   " outside the filesystem", le64toh(sb->s_region_table));
 	return 0;
 }

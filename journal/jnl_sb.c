@@ -63,21 +63,6 @@ int jnl_format(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 	return err;
 }
 
-static int bad(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return -EUCLEAN;
-}
-
 int jnl_sb_check(const struct jnl_superblock *sb, uint32_t nblocks,
 		 uint32_t block_size, char *why, size_t whylen)
 {
@@ -86,24 +71,24 @@ int jnl_sb_check(const struct jnl_superblock *sb, uint32_t nblocks,
 	uint32_t start = le32toh(sb->s_start);
 
 	if (le32toh(sb->s_header.h_magic) != JNL_MAGIC)
-		return bad(why, whylen, "journal superblock: bad magic 0x%08" PRIx32,
+		return ut_corrupt(why, whylen, "journal superblock: bad magic 0x%08" PRIx32,
 			   le32toh(sb->s_header.h_magic));
 	if (le32toh(sb->s_header.h_blocktype) != JNL_BT_SUPERBLOCK)
-		return bad(why, whylen, "journal superblock: block type %" PRIu32,
+		return ut_corrupt(why, whylen, "journal superblock: block type %" PRIu32,
 			   le32toh(sb->s_header.h_blocktype));
 	if (le32toh(sb->s_checksum) != sb_csum(sb))
-		return bad(why, whylen, "journal superblock: checksum mismatch "
+		return ut_corrupt(why, whylen, "journal superblock: checksum mismatch "
 			   "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
 			   le32toh(sb->s_checksum), sb_csum(sb));
 	if (le32toh(sb->s_block_size) != block_size)
-		return bad(why, whylen, "journal superblock: block size %" PRIu32
+		return ut_corrupt(why, whylen, "journal superblock: block size %" PRIu32
 			   " differs from the filesystem's %" PRIu32,
 			   le32toh(sb->s_block_size), block_size);
 	if (maxlen != nblocks || maxlen < JNL_MIN_BLOCKS)
-		return bad(why, whylen, "journal superblock: length %" PRIu32
+		return ut_corrupt(why, whylen, "journal superblock: length %" PRIu32
 			   " blocks, the journal inode holds %" PRIu32, maxlen, nblocks);
 	if (first == 0 || first >= maxlen || (start && (start < first || start >= maxlen)))
-		return bad(why, whylen, "journal superblock: first %" PRIu32
+		return ut_corrupt(why, whylen, "journal superblock: first %" PRIu32
 			   " / start %" PRIu32 " outside the log", first, start);
 	return 0;
 }

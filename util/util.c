@@ -79,6 +79,18 @@ int ut_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int ut_corrupt(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -EUCLEAN;
+}
+
 const char *ut_format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };

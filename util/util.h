@@ -87,6 +87,14 @@ static inline void ut_list_del(struct ut_list *n)
  */
 int ut_parse_size(const char *s, uint64_t *out);
 
+/*
+ * Say what is wrong with a structure read from disk: format the reason
+ * into @why (if not NULL) and return -EUCLEAN, for
+ * "return ut_corrupt(why, len, ...)".
+ */
+int ut_corrupt(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Format @bytes as "4.0 MiB" etc. into @buf. */
 const char *ut_format_size(uint64_t bytes, char *buf, size_t len);
 
