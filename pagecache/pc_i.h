@@ -52,7 +52,8 @@ struct pc_list {
  * share a line on the hit path. */
 #define PC_STRIPES 16
 struct pc_stripe {
-	_Atomic uint64_t hits, misses;
+	_Alignas(64) _Atomic uint64_t hits;
+	_Atomic uint64_t misses;
 	char pad[64 - 2 * sizeof(uint64_t)];
 };
 
