@@ -15,11 +15,12 @@
 #define JNL_TAG_ESCAPED   0x1u
 #define JNL_TAG_LAST      0x2u
 
+/* Tags follow the 12-byte header, so they are only 4-byte aligned. */
 struct jnl_tag {
 	uint64_t t_blocknr;
 	uint32_t t_flags;
 	uint32_t t_checksum;
-};
+} __attribute__((packed, aligned(4)));
 _Static_assert(sizeof(struct jnl_tag) == 16, "journal tag");
 
 struct jnl_revoke_header {

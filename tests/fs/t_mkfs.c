@@ -162,8 +162,10 @@ static void check_regions(struct mfs_raw *raw, const struct mfs_mkfs_opts *o)
 	t_eq(!!(le32toh(raw->sb.s_feature_compat) & MFS_FEATURE_COMPAT_REGIONS),
 	     !!o->nregions);
 	t_assert(next >= le64toh(raw->sb.s_blocks_count), "regions after the groups");
-	if (!o->nregions)
+	if (!o->nregions) {
+		bdev_free_buf(blk);
 		return;
+	}
 	t_assert(block_used(raw, le64toh(raw->sb.s_region_table)), "table block in use");
 	t_ok(mfs_raw_read(raw, le64toh(raw->sb.s_region_table), blk));
 	t_assert(mfs_block_csum_ok(&raw->sb, MFS_CSUM_REGION, 0, blk), "table checksum");
