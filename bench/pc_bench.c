@@ -18,15 +18,16 @@
 
 #define BS 4096u
 
+/* One cache line each: the workers must not share one. */
 struct worker {
-	struct pc_mapping *m;
+	_Alignas(64) struct pc_mapping *m;
 	uint64_t pages, lookups, seed, found;
 };
 
 static void *lookup_loop(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t s = w->seed;
+	uint64_t s = w->seed, found = 0;
 
 	for (uint64_t i = 0; i < w->lookups; i++) {
 		struct pc_page *p;
@@ -36,10 +37,11 @@ static void *lookup_loop(void *arg)
 		s ^= s << 17;
 		p = pc_find_get_page(w->m, s % w->pages);
 		if (p) {
-			w->found++;
+			found++;
 			pc_put_page(p);
 		}
 	}
+	w->found = found;
 	return NULL;
 }
 

@@ -135,6 +135,20 @@ static void one_page(struct bio_batch *bb, pc_block_map_fn map, void *ctx,
 	}
 }
 
+/* End every page of a batch that cannot even be built. */
+static int fail_batch(struct pc_page **pages, unsigned int n, bool write,
+		      int err)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		if (write) {
+			pc_set_page_writeback(pages[i]);
+			pc_unlock_page(pages[i]);
+		}
+		end_page(pages[i], write, err);
+	}
+	return err;
+}
+
 static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 		    struct pc_mapping *m, struct pc_page **pages,
 		    unsigned int n, bool write)
@@ -142,24 +156,18 @@ static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 	struct bio_batch *bb;
 	int rc;
 
-	bb = calloc(1, sizeof(*bb));
-	if (bb)
-		bb->reqs = malloc(n * sizeof(*bb->reqs));
-	if (!bb || !bb->reqs || bd->block_size != m->cache->block_size) {
-		rc = bb && bb->reqs ? -EINVAL : -ENOMEM;
-		for (unsigned int i = 0; i < n; i++) {
-			if (write) {
-				pc_set_page_writeback(pages[i]);
-				pc_unlock_page(pages[i]);
-			}
-			end_page(pages[i], write, rc);
-		}
-		if (bb)
-			free(bb->reqs);
-		free(bb);
-		return rc;
+	if (bd->block_size != m->cache->block_size) {
+		mlog_err("page cache: device blocks of %u bytes, pages of %u",
+			 bd->block_size, m->cache->block_size);
+		return fail_batch(pages, n, write, -EINVAL);
 	}
-	*bb = (struct bio_batch){ .bd = bd, .write = write, .reqs = bb->reqs };
+	bb = calloc(1, sizeof(*bb));
+	if (!bb || !(bb->reqs = malloc(n * sizeof(*bb->reqs)))) {
+		free(bb);
+		return fail_batch(pages, n, write, -ENOMEM);
+	}
+	bb->bd = bd;
+	bb->write = write;
 	for (unsigned int i = 0; i < n; i++)
 		one_page(bb, map, ctx, m, pages[i]);
 	close_run(bb);

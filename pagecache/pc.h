@@ -380,7 +380,8 @@ uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
  * Write back the dirty pages holding bytes [start, end) and wait for all
  * writeback there, including writes already in flight.  end UINT64_MAX:
  * to the end.  Returns 0 or the first error recorded for the mapping since
- * the last report (-EIO ...), which it clears.
+ * the last report (-EIO ...), which it clears.  Call it holding no page
+ * lock (it locks pages, after the mapping's writeback lock).
  */
 int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 /* The whole mapping (fsync). */

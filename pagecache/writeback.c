@@ -174,20 +174,8 @@ static bool wb_lock_page(struct wb_ctx *w, struct pc_page *p)
 	return true;
 }
 
-static bool wb_page_keep(struct wb_ctx *w, struct pc_page *p, uint32_t age);
-
-/* Take one referenced page; returns true if its queue entry stays. */
-static bool wb_page(struct wb_ctx *w, struct pc_page *p)
-{
-	uint32_t age = w->now - atomic_load_explicit(&p->dirtied_ms,
-						     memory_order_relaxed);
-	bool keep = wb_page_keep(w, p, age);
-
-	if (keep && age > w->kept_age && age < UINT32_MAX / 2)
-		w->kept_age = age;
-	return keep;
-}
-
+/* Take one referenced page (dirty for @age ms); true if its queue entry
+ * stays. */
 static bool wb_page_keep(struct wb_ctx *w, struct pc_page *p, uint32_t age)
 {
 	if (!PageDirty(p)) {
@@ -220,6 +208,18 @@ static bool wb_page_keep(struct wb_ctx *w, struct pc_page *p, uint32_t age)
 	if (w->n == WB_BATCH)
 		wb_flush(w);
 	return false;
+}
+
+/* Take one referenced page; returns true if its queue entry stays. */
+static bool wb_page(struct wb_ctx *w, struct pc_page *p)
+{
+	uint32_t age = w->now - atomic_load_explicit(&p->dirtied_ms,
+						     memory_order_relaxed);
+	bool keep = wb_page_keep(w, p, age);
+
+	if (keep && age > w->kept_age && age < UINT32_MAX / 2)
+		w->kept_age = age;
+	return keep;
 }
 
 static bool wb_index(struct wb_ctx *w, uint64_t idx)
