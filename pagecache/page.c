@@ -181,6 +181,7 @@ int pc_set_page_dirty_default(struct pc_page *page)
 	struct pc_mapping *m = pc_page_mapping(page);
 	struct pc_cache *c;
 
+	assert(PageLocked(page));
 	if (!m || PageDirty(page) || TestSetPageDirty(page))
 		return 0;
 	c = m->cache;

@@ -26,7 +26,7 @@
  *
  * Lock order (outermost first), see pagecache/README.md:
  *   mapping writeback lock > page lock (several: in index order) >
- *   mapping index lock > cache LRU lock > cache pool lock.
+ *   mapping index lock > dirty-mapping list lock > LRU lock > pool lock.
  * The owner's operations are called with no cache-internal lock held,
  * but possibly with page locks held as each one documents.
  *
@@ -339,9 +339,9 @@ void pc_wait_on_page_writeback(struct pc_page *page);
  * dirty or no longer in a mapping. */
 int pc_set_page_dirty(struct pc_page *page);
 /*
- * The core's dirtying: set PG_dirty and, if it was clear, account the page
- * and queue it for the flusher.  Returns 1 if newly dirty, else 0.  Never
- * touches PG_fs_misc.
+ * The core's dirtying of a locked page: set PG_dirty and, if it was clear,
+ * account the page and queue it for the flusher.  Returns 1 if newly
+ * dirty, else 0.  Never touches PG_fs_misc.
  */
 int pc_set_page_dirty_default(struct pc_page *page);
 /* Start writeback of a locked page (see struct pc_mapping_ops). */
