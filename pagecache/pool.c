@@ -374,8 +374,11 @@ struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 			prep_new_page(p);
 			return p;
 		}
-		if (shrink(c, SCAN_BATCH, &dirty))
+		if (shrink(c, SCAN_BATCH, &dirty)) {
+			if (dirty && !atomic_load(&c->kicked))
+				pc_flusher_kick(c);     /* before they crowd us */
 			continue;
+		}
 		if (mode == PC_ALLOC_NOWAIT)
 			return NULL;
 		if (!waited) {
