@@ -92,6 +92,12 @@ static int join_running(struct jnl *j, uint32_t credits, struct jnl_tx **out)
 
 		if (j->j_aborted)
 			return -EIO;
+		/* While a transaction is locked for its snapshot, no new one
+		 * starts: every buffer then belongs to it or to none. */
+		if (!t && j->j_committing && j->j_committing->t_state == TX_LOCKED) {
+			pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
+			continue;
+		}
 		if (t && have + credits > j->j_max_tx) {
 			int err = jnl_wait_commit_locked(j, t->t_tid);
 
@@ -194,11 +200,6 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	if (!h->h_tx)
 		return -EINVAL;
 	pthread_mutex_lock(&j->j_lock);
-	/* A buffer of a transaction that is waiting to be snapshotted joins
-	 * this one only after that snapshot (look it up again: it may go). */
-	while ((jb = jnl_buf_find(j, home)) && jb->b_tx && jb->b_tx != h->h_tx &&
-	       jb->b_tx->t_state != TX_RUNNING)
-		pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
 	jb = buf_get(j, pg, home);
 	if (!jb)
 		err = -ENOMEM;

@@ -42,9 +42,9 @@ int jnl_log_write(const struct jnl_geom *g, const struct jnl_tx_io *io,
  *   RUNNING -> LOCKED -> FLUSHING -> COMMITTING -> COMMITTED -> (freed)
  *
  * RUNNING    handles join it and add buffers;
- * LOCKED     no new handles; waits for the running ones to stop, then
- *            snapshots every buffer and detaches them (buffers may join
- *            the next transaction from here on);
+ * LOCKED     no new handles, and no new transaction either; waits for its
+ *            handles to stop, then snapshots every buffer and detaches
+ *            them (buffers may join the next transaction from here on);
  * FLUSHING   ordered data is written home;
  * COMMITTING its log blocks and commit block are written (jnl_log.c);
  * COMMITTED  on the checkpoint list until all its buffers are home.

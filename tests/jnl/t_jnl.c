@@ -72,7 +72,11 @@ void tj_write(struct tj *t, struct jnl_handle *h, uint64_t blk, uint64_t stamp)
 
 	t_ok(pc_read_cache_page(t->meta, blk, &pg));
 	t_ok(jnl_get_write_access(h, pg, blk));
+	/* Handles of one transaction may share a block: its content changes
+	 * under the page lock, as the filesystem's will. */
+	pc_lock_page(pg);
 	tj_fill(pg->data, t->bs, blk, stamp);
+	pc_unlock_page(pg);
 	t_ok(jnl_dirty(h, blk));
 	pc_put_page(pg);
 }
