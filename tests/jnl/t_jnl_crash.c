@@ -28,7 +28,7 @@
 #define NREV        48u
 #define JSTART      2048u
 #define JBLOCKS     1024u
-#define HANDLES     420u
+#define HANDLES     700u
 #define MAX_TID     4096u
 
 struct write_rec {
@@ -98,7 +98,7 @@ static void one_handle(struct tj *t, struct model *m, uint64_t *stamp)
 		}
 	}
 	t_ok(jnl_stop(&h));
-	if (rnd(3) == 0)
+	if (rnd(2) == 0)
 		t_ok(jnl_commit_wait(t->j, h.h_tid));
 }
 
@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 	run_workload(&t, &m);
 	index_commits(&t, &m);
 	n = bdev_mem_log_count(t.bd);
-	t_assert(m.max_tid > 100, "only %u transactions", m.max_tid);
+	t_assert(m.max_tid >= 300, "only %u transactions", m.max_tid);
 	for (size_t i = 0; i < n; i++) {
 		if (!bdev_mem_log(t.bd, i)->flush)
 			continue;
