@@ -27,6 +27,8 @@ void bdev_req_init(struct bdev_req *req, enum bdev_op op, uint64_t off,
 	memset(req, 0, sizeof(*req));
 	req->op = op;
 	req->off = off;
+	if (op == BDEV_OP_FLUSH)
+		return;
 	req->one.iov_base = buf;
 	req->one.iov_len = len;
 	req->iov = &req->one;
@@ -78,6 +80,8 @@ static int check_req(const struct bdev *bd, const struct bdev_req *req)
 {
 	uint64_t len = 0;
 
+	if (req->op == BDEV_OP_FLUSH)
+		return req->iovcnt ? -EINVAL : 0;
 	if ((req->op != BDEV_OP_READ && req->op != BDEV_OP_WRITE) ||
 	    !req->iov || req->iovcnt == 0 || req->off % bd->block_size)
 		return -EINVAL;
@@ -114,7 +118,9 @@ int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 
 		reqs[i]->done = 0;
 		reqs[i]->next = NULL;
-		if (reqs[i]->op == BDEV_OP_READ) {
+		if (reqs[i]->op == BDEV_OP_FLUSH) {
+			bdev_stat_add(bd, flushes, 1);
+		} else if (reqs[i]->op == BDEV_OP_READ) {
 			bdev_stat_add(bd, reads, 1);
 			bdev_stat_add(bd, read_bytes, len);
 		} else {

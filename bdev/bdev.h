@@ -46,6 +46,14 @@ struct bdev_req;
 enum bdev_op {
 	BDEV_OP_READ,
 	BDEV_OP_WRITE,
+	/*
+	 * A flush inside a batch: no segments (bdev_req_init with NULL, 0).
+	 * It completes once every request submitted to the device before it
+	 * -- earlier in its batch or in earlier batches -- has completed and
+	 * the device has made the writes among them durable.  So a batch of
+	 * writes that ends in a flush costs one round trip, not two.
+	 */
+	BDEV_OP_FLUSH,
 };
 
 typedef void (*bdev_end_io_fn)(struct bdev_req *req);

@@ -224,21 +224,6 @@ static int mem_rw(struct mem_bdev *m, struct bdev_req *req)
 	return err;
 }
 
-static int mem_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
-{
-	struct mem_bdev *m = to_mem(bd);
-
-	bdev_stat_add(bd, submits, 1);
-	for (unsigned int i = 0; i < n; i++) {
-		struct bdev_req *req = reqs[i];
-
-		req->result = mem_rw(m, req);
-		if (req->end_io)
-			req->end_io(req);
-	}
-	return 0;
-}
-
 /* A flush covers the whole device, so any flush fault fails it. */
 static int mem_flush(struct bdev *bd)
 {
@@ -254,6 +239,21 @@ static int mem_flush(struct bdev *bd)
 		pending_clear(m);
 	pthread_mutex_unlock(&m->lock);
 	return err;
+}
+
+static int mem_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
+{
+	struct mem_bdev *m = to_mem(bd);
+
+	bdev_stat_add(bd, submits, 1);
+	for (unsigned int i = 0; i < n; i++) {
+		struct bdev_req *req = reqs[i];
+
+		req->result = req->op == BDEV_OP_FLUSH ? mem_flush(bd) : mem_rw(m, req);
+		if (req->end_io)
+			req->end_io(req);
+	}
+	return 0;
 }
 
 static void log_clear(struct mem_bdev *m)

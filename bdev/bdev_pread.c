@@ -45,19 +45,6 @@ static int pread_one(struct bdev *bd, struct bdev_req *req)
 	return 0;
 }
 
-static int pread_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
-{
-	bdev_stat_add(bd, submits, 1);
-	for (unsigned int i = 0; i < n; i++) {
-		struct bdev_req *req = reqs[i];
-
-		req->result = pread_one(bd, req);
-		if (req->end_io)
-			req->end_io(req);
-	}
-	return 0;
-}
-
 static int pread_flush(struct bdev *bd)
 {
 	int err;
@@ -66,6 +53,19 @@ static int pread_flush(struct bdev *bd)
 		err = fdatasync(bd->fd) ? -errno : 0;
 	while (err == -EINTR);
 	return err;
+}
+
+static int pread_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
+{
+	bdev_stat_add(bd, submits, 1);
+	for (unsigned int i = 0; i < n; i++) {
+		struct bdev_req *req = reqs[i];
+
+		req->result = req->op == BDEV_OP_FLUSH ? pread_flush(bd) : pread_one(bd, req);
+		if (req->end_io)
+			req->end_io(req);
+	}
+	return 0;
 }
 
 static void pread_close(struct bdev *bd)

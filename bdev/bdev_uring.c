@@ -17,6 +17,11 @@
  *      waiting, something is in flight, so the reaper will wake and move
  *      them into the ring (once at least half of it is free, so that they
  *      go in batches rather than one system call each).
+ *   4. A flush (a request without segments) enters the ring only when
+ *      nothing is in flight: everything submitted before it has completed
+ *      (short transfers included, they keep their slot until done), so the
+ *      fsync covers it.  The reaper puts it in as the last of them
+ *      completes, without a trip back to the submitter.
  */
 #include "bdev_i.h"
 
@@ -103,12 +108,17 @@ static void uring_push(struct uring_bdev *u)
 	}
 }
 
-/* Move waiting requests into free ring slots. */
+/*
+ * Move waiting requests into free ring slots.  A flush goes in only when
+ * nothing is in flight (invariant 4), so it covers every request queued
+ * before it; the ones behind it wait their turn.
+ */
 static void uring_fill(struct uring_bdev *u)
 {
 	struct bdev_req *req;
 
-	while (u->head && u->inflight < u->depth) {
+	while (u->head && u->inflight < u->depth &&
+	       !(u->head->iovcnt == 0 && u->inflight)) {
 		req = u->head;
 		u->head = req->next;
 		if (!u->head)
@@ -253,7 +263,7 @@ static int uring_flush(struct bdev *bd)
 	struct bdev_req req, *r = &req;
 	struct bdev_waiter w;
 
-	memset(&req, 0, sizeof(req));
+	bdev_req_init(&req, BDEV_OP_FLUSH, 0, NULL, 0);
 	req.end_io = uring_flush_done;
 	req.private = &w;
 	bdev_waiter_init(&w, 1);

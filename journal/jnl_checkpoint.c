@@ -24,8 +24,8 @@
 struct cp_batch {
 	struct jnl_buf *bufs[CP_BATCH];
 	void *copies[CP_BATCH];
-	struct bdev_req reqs[CP_BATCH];
-	struct bdev_req *ptrs[CP_BATCH];
+	struct bdev_req reqs[CP_BATCH + 1];      /* and the flush */
+	struct bdev_req *ptrs[CP_BATCH + 1];
 	uint32_t n;
 };
 
@@ -126,11 +126,12 @@ static struct jnl_tx *prepare(struct jnl *j, struct cp_batch *b, int *err)
 	return *err ? NULL : t;
 }
 
+/* The copies and a flush, as one batch. */
 static int write_home(struct jnl *j, struct cp_batch *b)
 {
-	int err = bdev_submit_wait(j->j_geom.bd, b->ptrs, b->n);
-
-	return err ? err : bdev_flush(j->j_geom.bd);
+	bdev_req_init(&b->reqs[b->n], BDEV_OP_FLUSH, 0, NULL, 0);
+	b->ptrs[b->n] = &b->reqs[b->n];
+	return bdev_submit_wait(j->j_geom.bd, b->ptrs, b->n + 1);
 }
 
 int jnl_checkpoint_one(struct jnl *j)

@@ -189,12 +189,12 @@ static uint32_t run_length(const struct log_image *im, uint32_t i, uint32_t to)
 	return n;
 }
 
-/* Write image blocks [from, to) in one batch and wait for them. */
+/* Write image blocks [from, to) and a flush in one batch, and wait. */
 static int write_blocks(struct log_image *im, uint32_t from, uint32_t to)
 {
 	uint32_t n = to - from, nreq = 0;
-	struct bdev_req *reqs = calloc(n, sizeof(*reqs));
-	struct bdev_req **ptrs = calloc(n, sizeof(*ptrs));
+	struct bdev_req *reqs = calloc(n + 1, sizeof(*reqs));
+	struct bdev_req **ptrs = calloc(n + 1, sizeof(*ptrs));
 	struct iovec *iov = calloc(n, sizeof(*iov));
 	int err = -ENOMEM;
 
@@ -210,7 +210,9 @@ static int write_blocks(struct log_image *im, uint32_t from, uint32_t to)
 			ptrs[nreq] = &reqs[nreq];
 			nreq++;
 		}
-		err = bdev_submit_wait(im->g->bd, ptrs, nreq);
+		bdev_req_init(&reqs[nreq], BDEV_OP_FLUSH, 0, NULL, 0);
+		ptrs[nreq] = &reqs[nreq];
+		err = bdev_submit_wait(im->g->bd, ptrs, nreq + 1);
 	}
 	free(reqs);
 	free(ptrs);
@@ -260,17 +262,12 @@ static int add_commit(struct log_image *im)
 static int write_image(struct log_image *im, bool async)
 {
 	uint32_t body = im->count - 1;
-	int err = 0;
+	int err;
 
 	if (async)
-		body = im->count;
-	if (body)
-		err = write_blocks(im, 0, body);
-	if (!err && !async)
-		err = bdev_flush(im->g->bd);
-	if (!err && !async)
-		err = write_blocks(im, body, im->count);
-	return err ? err : bdev_flush(im->g->bd);
+		return write_blocks(im, 0, im->count);
+	err = write_blocks(im, 0, body);
+	return err ? err : write_blocks(im, body, im->count);
 }
 
 int jnl_log_write(const struct jnl_geom *g, const struct jnl_tx_io *io,

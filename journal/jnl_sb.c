@@ -112,6 +112,7 @@ void jnl_sb_print(const struct jnl_superblock *sb, FILE *out)
 
 int jnl_sb_write(const struct jnl_geom *g, struct jnl_superblock *sb)
 {
+	struct bdev_req req[2], *ptrs[2] = { &req[0], &req[1] };
 	char *blk = bdev_alloc_buf(g->bs);
 	int err;
 
@@ -120,7 +121,9 @@ int jnl_sb_write(const struct jnl_geom *g, struct jnl_superblock *sb)
 	sb->s_checksum = htole32(sb_csum(sb));
 	memset(blk, 0, g->bs);
 	memcpy(blk, sb, sizeof(*sb));
-	err = bdev_write(g->bd, g->map[0] * g->bs, blk, g->bs);
+	bdev_req_init(&req[0], BDEV_OP_WRITE, g->map[0] * g->bs, blk, g->bs);
+	bdev_req_init(&req[1], BDEV_OP_FLUSH, 0, NULL, 0);
+	err = bdev_submit_wait(g->bd, ptrs, 2);
 	bdev_free_buf(blk);
-	return err ? err : bdev_flush(g->bd);
+	return err;
 }
