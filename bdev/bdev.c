@@ -148,6 +148,16 @@ void bdev_waiter_done(struct bdev_waiter *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+bool bdev_waiter_pending(struct bdev_waiter *w)
+{
+	bool pending;
+
+	pthread_mutex_lock(&w->lock);
+	pending = w->left != 0;
+	pthread_mutex_unlock(&w->lock);
+	return pending;
+}
+
 void bdev_waiter_wait(struct bdev_waiter *w)
 {
 	pthread_mutex_lock(&w->lock);
@@ -204,6 +214,8 @@ int bdev_submit_wait(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 	if (err) {
 		wait_restore(reqs, n, slots);
 		w.left = 0;
+	} else if (bd->ops->wait) {
+		bd->ops->wait(bd, &w);
 	}
 	bdev_waiter_wait(&w);
 	for (unsigned int i = 0; i < n && !err; i++)

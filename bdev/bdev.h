@@ -42,6 +42,7 @@
 
 struct bdev;
 struct bdev_req;
+struct bdev_waiter;
 
 enum bdev_op {
 	BDEV_OP_READ,
@@ -88,6 +89,13 @@ struct bdev_ops {
 	int (*submit)(struct bdev *bd, struct bdev_req **reqs, unsigned int n);
 	int (*flush)(struct bdev *bd);
 	void (*close)(struct bdev *bd);
+	/*
+	 * Optional, for bdev_submit_wait(): help until @w's requests are
+	 * done, by reaping completions in the calling thread when no one else
+	 * is (a thread switch less per synchronous I/O).  It may return early;
+	 * the caller then sleeps until another thread finishes the requests.
+	 */
+	void (*wait)(struct bdev *bd, struct bdev_waiter *w);
 };
 
 /* Counters kept by every backend. */

@@ -69,6 +69,7 @@ struct bdev_waiter {
 };
 void bdev_waiter_init(struct bdev_waiter *w, unsigned int count);
 void bdev_waiter_done(struct bdev_waiter *w);
+bool bdev_waiter_pending(struct bdev_waiter *w);
 void bdev_waiter_wait(struct bdev_waiter *w);  /* and destroy it */
 
 #endif /* MISCFS_BDEV_I_H */

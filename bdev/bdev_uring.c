@@ -2,12 +2,15 @@
  * bdev_uring.c - the io_uring backend.
  *
  * One ring per device.  Submitters queue their requests under u->lock and
- * submit the whole batch with one io_uring_submit(); a reaper thread waits
- * for completions, continues short transfers in the same ring slot and
- * calls end_io.
+ * submit the whole batch with one io_uring_submit().  Completions are
+ * reaped under u->cq_lock, by whoever holds it: a thread waiting in
+ * bdev_submit_wait() reaps them itself (the kernel wakes it directly, as
+ * for a plain system call), and a reaper thread, woken through an eventfd,
+ * reaps the ones nobody waits for.  Reaping continues short transfers in
+ * the same ring slot and calls end_io.
  *
  * Invariants (u->lock protects the submission side, inflight and the
- * waiting list; only the reaper touches the completion queue):
+ * waiting list; u->cq_lock the completion queue):
  *   1. inflight <= depth <= CQ size, so the completion queue never
  *      overflows; every ring entry (I/O, fsync, the stop NOP) counts.
  *   2. Nothing stays in the submission queue once u->lock is released,
@@ -34,6 +37,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define REAP_BATCH 64
 #define MAX_PIECE ((size_t)1 << 30)
@@ -44,6 +49,8 @@ struct uring_bdev {
 	pthread_t reaper;
 	unsigned int depth;
 	pthread_mutex_t lock;
+	pthread_mutex_t cq_lock;   /* one reaper at a time */
+	int efd;                   /* signalled by every completion */
 	pthread_cond_t idle;       /* signalled when nothing is in flight */
 	unsigned int inflight;
 	struct bdev_req *head, *tail;  /* waiting for a ring slot */
@@ -174,20 +181,12 @@ static bool uring_complete(struct uring_bdev *u, struct bdev_req *req, int res)
 	return true;
 }
 
-/* Wait for completions and copy up to REAP_BATCH of them out. */
-static unsigned int uring_reap(struct uring_bdev *u, struct uring_done *got)
+/* Copy up to REAP_BATCH completions out of the ring (cq_lock held). */
+static unsigned int uring_peek(struct uring_bdev *u, struct uring_done *got)
 {
 	struct io_uring_cqe *cqes[REAP_BATCH];
-	unsigned int n;
-	int err;
+	unsigned int n = io_uring_peek_batch_cqe(&u->ring, cqes, REAP_BATCH);
 
-	while ((err = io_uring_wait_cqe(&u->ring, &cqes[0])) < 0) {
-		if (err != -EINTR && err != -EAGAIN) {
-			mlog_err("%s: io_uring_wait_cqe failed: %s", u->bd.path, strerror(-err));
-			abort();
-		}
-	}
-	n = io_uring_peek_batch_cqe(&u->ring, cqes, REAP_BATCH);
 	for (unsigned int i = 0; i < n; i++) {
 		got[i].req = io_uring_cqe_get_data(cqes[i]);
 		got[i].res = cqes[i]->res;
@@ -229,26 +228,64 @@ static unsigned int uring_settle(struct uring_bdev *u, struct uring_done *got,
 	return nfin;
 }
 
-static void *uring_reaper(void *arg)
+/* Settle everything the ring holds and run end_io (cq_lock held). */
+static void uring_drain(struct uring_bdev *u)
 {
-	struct uring_bdev *u = arg;
 	struct uring_done got[REAP_BATCH];
 	struct bdev_req *fin[REAP_BATCH];
 	unsigned int n;
+
+	while ((n = uring_peek(u, got)) != 0) {
+		n = uring_settle(u, got, n, fin);
+		for (unsigned int i = 0; i < n; i++)
+			if (fin[i]->end_io)
+				fin[i]->end_io(fin[i]);
+	}
+}
+
+static void *uring_reaper(void *arg)
+{
+	struct uring_bdev *u = arg;
+	uint64_t count;
 	bool stop;
 
 	do {
-		n = uring_reap(u, got);
-		n = uring_settle(u, got, n, fin);
-		for (unsigned int i = 0; i < n; i++) {
-			if (fin[i]->end_io)
-				fin[i]->end_io(fin[i]);
+		if (read(u->efd, &count, sizeof(count)) < 0 && errno != EINTR) {
+			mlog_err("%s: reading the completion eventfd failed: %s",
+				 u->bd.path, strerror(errno));
+			abort();
 		}
+		pthread_mutex_lock(&u->cq_lock);
+		uring_drain(u);
+		pthread_mutex_unlock(&u->cq_lock);
 		pthread_mutex_lock(&u->lock);
 		stop = u->stopping && !u->inflight && !u->head;
 		pthread_mutex_unlock(&u->lock);
 	} while (!stop);
 	return NULL;
+}
+
+/*
+ * A synchronous submitter reaps for itself while its requests are out,
+ * unless someone else is reaping: then that one delivers them.
+ */
+static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
+{
+	struct uring_bdev *u = to_uring(bd);
+	struct io_uring_cqe *cqe;
+	int err;
+
+	if (pthread_mutex_trylock(&u->cq_lock))
+		return;
+	while (bdev_waiter_pending(w)) {
+		err = io_uring_wait_cqe(&u->ring, &cqe);
+		if (err < 0 && err != -EINTR && err != -EAGAIN) {
+			mlog_err("%s: io_uring_wait_cqe failed: %s", u->bd.path, strerror(-err));
+			abort();
+		}
+		uring_drain(u);
+	}
+	pthread_mutex_unlock(&u->cq_lock);
 }
 
 /* ---- flush, close, setup ------------------------------------------------ */
@@ -268,6 +305,7 @@ static int uring_flush(struct bdev *bd)
 	req.private = &w;
 	bdev_waiter_init(&w, 1);
 	uring_submit(bd, &r, 1);
+	uring_wait(bd, &w);
 	bdev_waiter_wait(&w);
 	return req.result;
 }
@@ -291,7 +329,9 @@ static void uring_close(struct bdev *bd)
 	pthread_join(u->reaper, NULL);
 
 	io_uring_queue_exit(&u->ring);
+	close(u->efd);
 	pthread_cond_destroy(&u->idle);
+	pthread_mutex_destroy(&u->cq_lock);
 	pthread_mutex_destroy(&u->lock);
 	bdev_file_close(&u->bd);
 	free(u);
@@ -302,6 +342,7 @@ static const struct bdev_ops uring_ops = {
 	.submit = uring_submit,
 	.flush = uring_flush,
 	.close = uring_close,
+	.wait = uring_wait,
 };
 
 /* Whether the kernel has every operation we use (5.6 and later). */
@@ -319,6 +360,22 @@ static int uring_probe(struct io_uring *ring)
 			err = -EOPNOTSUPP;
 	io_uring_free_probe(p);
 	return err;
+}
+
+/* Every completion bumps an eventfd, which is what the reaper sleeps on. */
+static int uring_eventfd(struct uring_bdev *u)
+{
+	int err;
+
+	u->efd = eventfd(0, EFD_CLOEXEC);
+	if (u->efd < 0)
+		return -errno;
+	err = io_uring_register_eventfd(&u->ring, u->efd);
+	if (err) {
+		close(u->efd);
+		return err;
+	}
+	return 0;
 }
 
 /* The reaper blocks every signal: they belong to the application's threads. */
@@ -351,10 +408,15 @@ int bdev_uring_setup(struct bdev *file, unsigned int depth, struct bdev **out,
 	err = uring_probe(&u->ring);
 	if (err)
 		goto out_ring;
+	*what = "the completion eventfd";
+	err = uring_eventfd(u);
+	if (err)
+		goto out_ring;
 	u->depth = UT_MIN(depth, u->ring.cq.ring_entries);
 	u->bd = *file;
 	u->bd.ops = &uring_ops;
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_mutex_init(&u->cq_lock, NULL);
 	pthread_cond_init(&u->idle, NULL);
 	*what = "pthread_create";
 	err = uring_start_reaper(u);
@@ -363,7 +425,9 @@ int bdev_uring_setup(struct bdev *file, unsigned int depth, struct bdev **out,
 		return 0;
 	}
 	pthread_cond_destroy(&u->idle);
+	pthread_mutex_destroy(&u->cq_lock);
 	pthread_mutex_destroy(&u->lock);
+	close(u->efd);
 out_ring:
 	io_uring_queue_exit(&u->ring);
 out_free:
