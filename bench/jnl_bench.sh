@@ -28,19 +28,22 @@ print(j['iops'] if sys.argv[1] == 'iops' else j['bw_bytes'] / 1e6)" "$field"
 # Written in full once, so that neither side pays for block allocation in
 # the host filesystem during its runs.
 dd if=/dev/zero of="$img" bs=1M count=160 conv=fsync status=none
-commits=() acommits=() fsyncs=() data=() seqs=()
+commits=() acommits=() fsyncs=() ufsyncs=() data=() seqs=()
 for _ in $(seq "$runs"); do
 	commits+=("$("$build/bench/jnl_bench" "$img" commits 3 | sed -n 's/commits\/s: //p')")
 	acommits+=("$("$build/bench/jnl_bench" "$img" commits 3 async | sed -n 's/commits\/s: //p')")
 	data+=("$("$build/bench/jnl_bench" "$img" data 256 | sed -n 's/journalled MB\/s: //p')")
 	fsyncs+=("$(fio_json iops --name=f --rw=write --bs=4k --size=64M \
 		--fsync=1 --direct=1 --ioengine=psync --runtime=3 --time_based)")
+	ufsyncs+=("$(fio_json iops --name=u --rw=write --bs=4k --size=64M \
+		--fsync=1 --direct=1 --ioengine=io_uring --runtime=3 --time_based)")
 	seqs+=("$(fio_json bw --name=s --rw=write --bs=1M --size=128M \
 		--direct=1 --ioengine=psync --end_fsync=1)")
 done
 c=$(printf '%s\n' "${commits[@]}" | median)
 a=$(printf '%s\n' "${acommits[@]}" | median)
 f=$(printf '%s\n' "${fsyncs[@]}" | median)
+u=$(printf '%s\n' "${ufsyncs[@]}" | median)
 d=$(printf '%s\n' "${data[@]}" | median)
 s=$(printf '%s\n' "${seqs[@]}" | median)
 printf 'medians of %d runs on %s\n' "$runs" "$work"
@@ -48,5 +51,6 @@ printf '%-40s %10.0f   fio 4k write+fsync iops %10.0f   ratio %.2f\n' \
 	"journal commits/s (fsync each):" "$c" "$f" "$(echo "$c / $f" | bc -l)"
 printf '%-40s %10.0f   fio 4k write+fsync iops %10.0f   ratio %.2f\n' \
 	"journal commits/s (async commit):" "$a" "$f" "$(echo "$a / $f" | bc -l)"
+printf '%-40s %10s   fio same, io_uring engine %9.0f\n' "" "" "$u"
 printf '%-40s %10.1f   fio 1M direct write MB/s %9.1f   ratio %.2f\n' \
 	"journalled data MB/s:" "$d" "$s" "$(echo "$d / $s" | bc -l)"
