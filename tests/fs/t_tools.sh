@@ -59,4 +59,12 @@ expect_in "$T_OUT" "Usage: mkfs.miscfs"
 expect_status 0 "$MKFS" -V
 expect_status 0 "$DEBUGFS" -h
 expect_in "$T_OUT" "Usage: miscfs-debug"
+
+# The manual pages render without a warning.
+if command -v groff >/dev/null; then
+	for page in "$(dirname "$FORMAT_MD")"/man/*.8; do
+		groff -man -Tutf8 -ww -z "$page" 2>"$T_ERR" || fail "groff failed on $page"
+		[ -s "$T_ERR" ] && fail "$page: $(cat "$T_ERR")"
+	done
+fi
 echo "ok"
