@@ -35,6 +35,19 @@ struct revoke_table {
 	size_t cap, count;
 };
 
+/*
+ * Blocks to write home, sent as one batch when full.  A block that comes
+ * back in a newer transaction replaces its pending copy, so a batch never
+ * holds two writes of one block (their order would be the device's).
+ */
+#define REPLAY_BATCH 256u
+
+struct replay_batch {
+	uint64_t home[REPLAY_BATCH];
+	uint8_t *data;               /* REPLAY_BATCH blocks */
+	uint32_t n;
+};
+
 struct recovery {
 	struct jnl_geom g;
 	struct jnl_superblock sb;
@@ -43,6 +56,7 @@ struct recovery {
 	uint8_t *desc;               /* the current descriptor or revoke block */
 	uint8_t *blk;                /* a data block */
 	uint32_t end_tid;            /* the ID after the last good transaction */
+	struct replay_batch batch;
 };
 
 /* Transaction IDs wrap: compare them as a circle. */
@@ -127,6 +141,43 @@ static bool rt_revoked(const struct revoke_table *t, uint64_t blk, uint32_t tid)
 	return t->blk[s] == blk && tid_geq(t->tid[s], tid);
 }
 
+/* ---- replay writes ------------------------------------------------------- */
+
+static int batch_flush(struct recovery *r)
+{
+	struct replay_batch *b = &r->batch;
+	struct bdev_req reqs[REPLAY_BATCH], *ptrs[REPLAY_BATCH];
+	int err;
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		bdev_req_init(&reqs[i], BDEV_OP_WRITE, b->home[i] * r->g.bs,
+			      b->data + (size_t)i * r->g.bs, r->g.bs);
+		ptrs[i] = &reqs[i];
+	}
+	err = b->n ? bdev_submit_wait(r->g.bd, ptrs, b->n) : 0;
+	b->n = 0;
+	return err;
+}
+
+/* Queue r->blk for block @home. */
+static int batch_add(struct recovery *r, uint64_t home)
+{
+	struct replay_batch *b = &r->batch;
+	uint32_t i = 0;
+	int err = 0;
+
+	while (i < b->n && b->home[i] != home)
+		i++;
+	if (i == REPLAY_BATCH) {
+		err = batch_flush(r);
+		i = 0;
+	}
+	if (i == b->n)
+		b->home[b->n++] = home;
+	memcpy(b->data + (size_t)i * r->g.bs, r->blk, r->g.bs);
+	return err;
+}
+
 /* ---- walking one transaction --------------------------------------------- */
 
 struct tx_walk {
@@ -172,7 +223,7 @@ static int walk_data(struct recovery *r, struct tx_walk *w,
 	if (pass == PASS_REPLAY && rt_revoked(&r->rt, home, w->tid))
 		r->info->revoked++;
 	else if (pass == PASS_REPLAY) {
-		err = bdev_write(r->g.bd, home * r->g.bs, r->blk, r->g.bs);
+		err = batch_add(r, home);
 		if (err)
 			return err;
 		r->info->replayed++;
@@ -387,6 +438,8 @@ static int replay(struct recovery *r)
 	if (!err)
 		err = run_pass(r, PASS_REPLAY);
 	if (!err)
+		err = batch_flush(r);
+	if (!err)
 		err = bdev_flush(r->g.bd);
 	if (err)
 		return err;
@@ -426,10 +479,12 @@ int jnl_recover(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 	memset(info, 0, sizeof(*info));
 	r.desc = bdev_alloc_buf(bd->block_size);
 	r.blk = bdev_alloc_buf(bd->block_size);
-	if (r.desc && r.blk)
+	r.batch.data = bdev_alloc_buf((size_t)REPLAY_BATCH * bd->block_size);
+	if (r.desc && r.blk && r.batch.data)
 		err = recover(&r, bd, map, nblocks, flags);
 	bdev_free_buf(r.desc);
 	bdev_free_buf(r.blk);
+	bdev_free_buf(r.batch.data);
 	free(r.rt.blk);
 	free(r.rt.tid);
 	return err;
