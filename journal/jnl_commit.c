@@ -179,7 +179,8 @@ static int write_log(struct jnl *j, struct jnl_tx *t, struct commit *c,
 
 	if (!c->n && !t->t_nrevokes) {
 		*end = j->j_head;
-		return bdev_flush(j->j_geom.bd);     /* ordered data only */
+		/* Nothing to log: only ordered data, if any, to make durable. */
+		return c->nordered ? bdev_flush(j->j_geom.bd) : 0;
 	}
 	pthread_mutex_lock(&j->j_lock);
 	t->t_state = TX_COMMITTING;
