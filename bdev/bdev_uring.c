@@ -277,6 +277,9 @@ static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 
 	if (pthread_mutex_trylock(&u->cq_lock))
 		return;
+	/* The reaper need not wake while we reap: what arrives before the
+	 * eventfd is on again is drained below, what arrives after wakes it. */
+	io_uring_cq_eventfd_toggle(&u->ring, false);
 	while (bdev_waiter_pending(w)) {
 		err = io_uring_wait_cqe(&u->ring, &cqe);
 		if (err < 0 && err != -EINTR && err != -EAGAIN) {
@@ -285,6 +288,8 @@ static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 		}
 		uring_drain(u);
 	}
+	io_uring_cq_eventfd_toggle(&u->ring, true);
+	uring_drain(u);
 	pthread_mutex_unlock(&u->cq_lock);
 }
 
