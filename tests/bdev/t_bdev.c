@@ -8,34 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
-
-void t_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s:%d: FAIL: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-void t_ok(const char *file, int line, const char *what, int ret)
-{
-	if (ret)
-		t_fail(file, line, "%s returned %d (%s)", what, ret, strerror(-ret));
-}
-
-void t_err(const char *file, int line, const char *what, int ret, int want)
-{
-	if (ret != want)
-		t_fail(file, line, "%s returned %d (%s), expected %d (%s)", what,
-		       ret, strerror(-ret), want, strerror(-want));
-}
 
 /* ---- work directory ------------------------------------------------------ */
 
@@ -60,7 +34,7 @@ const char *t_workdir(void)
 		return workdir;
 	snprintf(workdir, sizeof(workdir), "%s/t_bdev.XXXXXX", tmp ? tmp : "/tmp");
 	if (!mkdtemp(workdir))
-		T_FAIL("mkdtemp %s: %s", workdir, strerror(errno));
+		t_fail("mkdtemp %s: %s", workdir, strerror(errno));
 	atexit(remove_workdir);
 	return workdir;
 }
@@ -71,10 +45,10 @@ char *t_image(const char *name, uint64_t size)
 	int fd;
 
 	if (asprintf(&path, "%s/%s", t_workdir(), name) < 0)
-		T_FAIL("out of memory");
+		t_fail("out of memory");
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || ftruncate(fd, (off_t)size))
-		T_FAIL("creating %s: %s", path, strerror(errno));
+		t_fail("creating %s: %s", path, strerror(errno));
 	close(fd);
 	return path;
 }
@@ -115,7 +89,7 @@ void *t_alloc(size_t len)
 	void *p = bdev_alloc_buf(len);
 
 	if (!p)
-		T_FAIL("bdev_alloc_buf(%zu) failed", len);
+		t_fail("bdev_alloc_buf(%zu) failed", len);
 	return p;
 }
 
@@ -141,7 +115,7 @@ void t_batch_end_io(struct bdev_req *req)
 			b->first_error = req->result;
 	}
 	if (b->left == 0)
-		T_FAIL("end_io called more often than requests were submitted");
+		t_fail("end_io called more often than requests were submitted");
 	if (--b->left == 0)
 		pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);

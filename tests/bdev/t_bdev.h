@@ -12,21 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define T_SKIP 77
-
-/* Fail the test with a message saying where and why. */
-#define T_FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define T_CHECK(cond, ...) \
-	do { if (!(cond)) T_FAIL(__VA_ARGS__); } while (0)
-/* An expression that must return 0 (a negative errno otherwise). */
-#define T_OK(expr) t_ok(__FILE__, __LINE__, #expr, (expr))
-/* An expression that must return exactly @want. */
-#define T_ERR(expr, want) t_err(__FILE__, __LINE__, #expr, (expr), (want))
-
-_Noreturn void t_fail(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void t_ok(const char *file, int line, const char *what, int ret);
-void t_err(const char *file, int line, const char *what, int ret, int want);
+#include "t.h"
 
 /* A private directory, removed with its contents at exit. */
 const char *t_workdir(void);

@@ -34,9 +34,9 @@ static void run_batch(struct worker *w, struct bdev_req *reqs, unsigned int n)
 		reqs[i].private = &b;
 		rp[i] = &reqs[i];
 	}
-	T_OK(bdev_submit(w->bd, rp, n));
+	t_ok(bdev_submit(w->bd, rp, n));
 	t_batch_wait(&b);
-	T_CHECK(b.errors == 0, "thread %u: %u requests failed, first with %d",
+	t_assert(b.errors == 0, "thread %u: %u requests failed, first with %d",
 		w->id, b.errors, b.first_error);
 }
 
@@ -78,10 +78,10 @@ static void *worker_main(void *arg)
 		memset(w->dst, 0, REGION * BS);
 		read_region(w, first);
 		d = t_diff(w->src, w->dst, REGION * BS);
-		T_CHECK(d < 0, "thread %u round %u: block %ld differs", w->id, r,
+		t_assert(d < 0, "thread %u round %u: block %ld differs", w->id, r,
 			d / (long)BS);
 		if (w->id == 0)
-			T_OK(bdev_flush(w->bd));
+			t_ok(bdev_flush(w->bd));
 	}
 	return NULL;
 }
@@ -94,18 +94,18 @@ static void run(const char *path, bool no_direct)
 	struct bdev_stats st;
 	struct bdev *bd;
 
-	T_OK(bdev_open_uring(path, &o, &bd));
+	t_ok(bdev_open_uring(path, &o, &bd));
 	for (unsigned int i = 0; i < NTHREADS; i++) {
 		w[i].bd = bd;
 		w[i].id = i;
 		w[i].src = t_alloc(REGION * BS);
 		w[i].dst = t_alloc(REGION * BS);
-		T_CHECK(!pthread_create(&th[i], NULL, worker_main, &w[i]), "pthread_create");
+		t_assert(!pthread_create(&th[i], NULL, worker_main, &w[i]), "pthread_create");
 	}
 	for (unsigned int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	bdev_get_stats(bd, &st);
-	T_CHECK(st.writes == NTHREADS * ROUNDS * REGION / WBLK &&
+	t_assert(st.writes == NTHREADS * ROUNDS * REGION / WBLK &&
 		st.reads == NTHREADS * ROUNDS * REGION / RBLK && st.flushes == ROUNDS,
 		"stats: %llu writes %llu reads %llu flushes", (unsigned long long)st.writes,
 		(unsigned long long)st.reads, (unsigned long long)st.flushes);

@@ -40,20 +40,20 @@ int main(void)
 		return T_SKIP;
 	}
 	t_log_capture();
-	T_OK(bdev_open(path, &o, &bd));
-	T_CHECK(!strcmp(bd->ops->name, "pread"), "backend %s, expected pread", bd->ops->name);
-	T_CHECK(t_log_count("io_uring") == 1, "%u log lines about io_uring, expected 1",
+	t_ok(bdev_open(path, &o, &bd));
+	t_assert(!strcmp(bd->ops->name, "pread"), "backend %s, expected pread", bd->ops->name);
+	t_assert(t_log_count("io_uring") == 1, "%u log lines about io_uring, expected 1",
 		t_log_count("io_uring"));
-	T_CHECK(t_log_count("io_uring_queue_init failed: Operation not permitted") == 1,
+	t_assert(t_log_count("io_uring_queue_init failed: Operation not permitted") == 1,
 		"the fallback line does not say why");
 	t_fill(src, 8192, 1);
-	T_OK(bdev_write(bd, 4096, src, 8192));
-	T_OK(bdev_read(bd, 4096, dst, 8192));
-	T_CHECK(!memcmp(src, dst, 8192), "read back differs");
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_write(bd, 4096, src, 8192));
+	t_ok(bdev_read(bd, 4096, dst, 8192));
+	t_assert(!memcmp(src, dst, 8192), "read back differs");
+	t_ok(bdev_flush(bd));
 	bdev_close(bd);
 	/* Asking for io_uring alone fails instead. */
-	T_ERR(bdev_open_uring(path, &o, &bd), -EPERM);
+	t_eq(bdev_open_uring(path, &o, &bd), -EPERM);
 	bdev_free_buf(src);
 	bdev_free_buf(dst);
 	free(path);

@@ -66,14 +66,14 @@ static void check_barrier(struct bdev *bd, const char *name)
 		ptrs[i] = &reqs[i];
 	}
 	bdev_get_stats(bd, &before);
-	T_OK(bdev_submit(bd, ptrs, 2 * NWRITE + 1));
+	t_ok(bdev_submit(bd, ptrs, 2 * NWRITE + 1));
 	t_batch_wait(&o.batch);
 	bdev_get_stats(bd, &after);
-	T_CHECK(o.batch.errors == 0, "%s: %u errors", name, o.batch.errors);
-	T_CHECK(o.flush_saw >= NWRITE, "%s: the flush completed after %u of the %u "
+	t_assert(o.batch.errors == 0, "%s: %u errors", name, o.batch.errors);
+	t_assert(o.flush_saw >= NWRITE, "%s: the flush completed after %u of the %u "
 		"writes before it", name, o.flush_saw, NWRITE);
-	T_CHECK(after.flushes == before.flushes + 1, "%s: flush not counted", name);
-	T_CHECK(after.writes == before.writes + 2 * NWRITE, "%s: writes", name);
+	t_assert(after.flushes == before.flushes + 1, "%s: flush not counted", name);
+	t_assert(after.writes == before.writes + 2 * NWRITE, "%s: writes", name);
 	bdev_free_buf(buf);
 	printf("ok: %s\n", name);
 }
@@ -88,18 +88,18 @@ static void check_mem_durability(void)
 
 	t_fill(a, BS, 1);
 	t_fill(b, BS, 2);
-	T_OK(bdev_mem_create(16 * BS, BS, &bd));
+	t_ok(bdev_mem_create(16 * BS, BS, &bd));
 	bdev_req_init(&reqs[0], BDEV_OP_WRITE, 0, a, BS);
 	bdev_req_init(&reqs[1], BDEV_OP_FLUSH, 0, NULL, 0);
 	bdev_req_init(&reqs[2], BDEV_OP_WRITE, BS, b, BS);
-	T_OK(bdev_submit_wait(bd, ptrs, 3));
+	t_ok(bdev_submit_wait(bd, ptrs, 3));
 	bdev_mem_power_cut(bd, BDEV_CUT_LOSE_ALL, 0);
-	T_OK(bdev_read(bd, 0, got, BS));
-	T_CHECK(!memcmp(got, a, BS), "write before the flush lost");
-	T_OK(bdev_read(bd, BS, got, BS));
-	T_CHECK(memcmp(got, b, BS), "write after the flush survived a cut");
-	T_OK(bdev_mem_fail(bd, 0, BS, BDEV_MEM_FAIL_FLUSH));
-	T_ERR(bdev_submit_wait(bd, ptrs + 1, 1), -EIO);
+	t_ok(bdev_read(bd, 0, got, BS));
+	t_assert(!memcmp(got, a, BS), "write before the flush lost");
+	t_ok(bdev_read(bd, BS, got, BS));
+	t_assert(memcmp(got, b, BS), "write after the flush survived a cut");
+	t_ok(bdev_mem_fail(bd, 0, BS, BDEV_MEM_FAIL_FLUSH));
+	t_eq(bdev_submit_wait(bd, ptrs + 1, 1), -EIO);
 	bdev_close(bd);
 	bdev_free_buf(a);
 	bdev_free_buf(b);
@@ -113,7 +113,7 @@ static void check_invalid(struct bdev *bd)
 	struct bdev_req req, *p = &req;
 
 	bdev_req_initv(&req, BDEV_OP_FLUSH, 0, &v, 1);   /* a flush has no data */
-	T_ERR(bdev_submit(bd, &p, 1), -EINVAL);
+	t_eq(bdev_submit(bd, &p, 1), -EINVAL);
 	bdev_free_buf(v.iov_base);
 }
 
@@ -123,14 +123,14 @@ int main(void)
 	struct bdev_open_opts o = { .block_size = BS, .queue_depth = 16 };
 	struct bdev *bd;
 
-	T_OK(bdev_open_uring(path, &o, &bd));
+	t_ok(bdev_open_uring(path, &o, &bd));
 	check_barrier(bd, "io_uring (depth 16)");
 	check_invalid(bd);
 	bdev_close(bd);
-	T_OK(bdev_open_pread(path, &o, &bd));
+	t_ok(bdev_open_pread(path, &o, &bd));
 	check_barrier(bd, "pread");
 	bdev_close(bd);
-	T_OK(bdev_mem_create((uint64_t)4 * NWRITE * BS, BS, &bd));
+	t_ok(bdev_mem_create((uint64_t)4 * NWRITE * BS, BS, &bd));
 	check_barrier(bd, "mem");
 	bdev_close(bd);
 	check_mem_durability();

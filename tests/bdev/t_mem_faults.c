@@ -20,34 +20,34 @@ static unsigned char *data_of(struct bdev *bd, unsigned int blk)
 
 static void check_read_faults(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	T_OK(bdev_mem_fail(bd, 10 * BS, BS, BDEV_MEM_FAIL_READ));
-	T_ERR(bdev_read(bd, 10 * BS, buf, BS), -EIO);
-	T_ERR(bdev_read(bd, 8 * BS, buf, 3 * BS), -EIO);
-	T_OK(bdev_read(bd, 9 * BS, buf, BS));
-	T_OK(bdev_read(bd, 11 * BS, buf, BS));
-	T_CHECK(!memcmp(buf, img + 11 * BS, BS), "block 11 differs");
+	t_ok(bdev_mem_fail(bd, 10 * BS, BS, BDEV_MEM_FAIL_READ));
+	t_eq(bdev_read(bd, 10 * BS, buf, BS), -EIO);
+	t_eq(bdev_read(bd, 8 * BS, buf, 3 * BS), -EIO);
+	t_ok(bdev_read(bd, 9 * BS, buf, BS));
+	t_ok(bdev_read(bd, 11 * BS, buf, BS));
+	t_assert(!memcmp(buf, img + 11 * BS, BS), "block 11 differs");
 	/* A read fault does not stop writes. */
 	memset(img + 10 * BS, 0xa5, BS);
-	T_OK(bdev_write(bd, 10 * BS, img + 10 * BS, BS));
-	T_CHECK(!memcmp(data_of(bd, 10), img + 10 * BS, BS), "write under a read fault lost");
+	t_ok(bdev_write(bd, 10 * BS, img + 10 * BS, BS));
+	t_assert(!memcmp(data_of(bd, 10), img + 10 * BS, BS), "write under a read fault lost");
 }
 
 /* One faulty byte fails both directions; a failed write changes nothing. */
 static void check_byte_fault(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	T_OK(bdev_mem_fail(bd, 20 * BS + 700, 1, BDEV_MEM_FAIL_READ | BDEV_MEM_FAIL_WRITE));
-	T_ERR(bdev_read(bd, 20 * BS, buf, BS), -EIO);
+	t_ok(bdev_mem_fail(bd, 20 * BS + 700, 1, BDEV_MEM_FAIL_READ | BDEV_MEM_FAIL_WRITE));
+	t_eq(bdev_read(bd, 20 * BS, buf, BS), -EIO);
 	memset(buf, 0x5a, BS);
-	T_ERR(bdev_write(bd, 20 * BS, buf, BS), -EIO);
-	T_CHECK(!memcmp(data_of(bd, 20), img + 20 * BS, BS), "a failed write changed data");
-	T_OK(bdev_read(bd, 21 * BS, buf, BS));
-	T_OK(bdev_write(bd, 19 * BS, img + 19 * BS, BS));
+	t_eq(bdev_write(bd, 20 * BS, buf, BS), -EIO);
+	t_assert(!memcmp(data_of(bd, 20), img + 20 * BS, BS), "a failed write changed data");
+	t_ok(bdev_read(bd, 21 * BS, buf, BS));
+	t_ok(bdev_write(bd, 19 * BS, img + 19 * BS, BS));
 
-	T_OK(bdev_mem_fail(bd, 30 * BS, 2 * BS, BDEV_MEM_FAIL_WRITE));
-	T_ERR(bdev_write(bd, 29 * BS, buf, 2 * BS), -EIO);
-	T_CHECK(!memcmp(data_of(bd, 29), img + 29 * BS, 2 * BS), "a failed write changed data");
-	T_OK(bdev_read(bd, 30 * BS, buf, 2 * BS));
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_mem_fail(bd, 30 * BS, 2 * BS, BDEV_MEM_FAIL_WRITE));
+	t_eq(bdev_write(bd, 29 * BS, buf, 2 * BS), -EIO);
+	t_assert(!memcmp(data_of(bd, 29), img + 29 * BS, 2 * BS), "a failed write changed data");
+	t_ok(bdev_read(bd, 30 * BS, buf, 2 * BS));
+	t_ok(bdev_flush(bd));
 }
 
 /* Errors are per request within one asynchronous batch. */
@@ -65,37 +65,37 @@ static void check_batch(struct bdev *bd, unsigned char *buf)
 		reqs[i].private = &b;
 		rp[i] = &reqs[i];
 	}
-	T_OK(bdev_submit(bd, rp, 4));
+	t_ok(bdev_submit(bd, rp, 4));
 	t_batch_wait(&b);
-	T_CHECK(b.errors == 2 && reqs[0].result == 0 && reqs[1].result == -EIO &&
+	t_assert(b.errors == 2 && reqs[0].result == 0 && reqs[1].result == -EIO &&
 		reqs[2].result == 0 && reqs[3].result == -EIO,
 		"batch results %d %d %d %d", reqs[0].result, reqs[1].result,
 		reqs[2].result, reqs[3].result);
 	for (unsigned int i = 0; i < 4; i++)
 		reqs[i].end_io = NULL;
-	T_ERR(bdev_submit_wait(bd, rp, 4), -EIO);
+	t_eq(bdev_submit_wait(bd, rp, 4), -EIO);
 }
 
 static void check_flush_fault(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	T_OK(bdev_mem_fail(bd, 200 * BS, 1, BDEV_MEM_FAIL_FLUSH));
-	T_OK(bdev_read(bd, 200 * BS, buf, BS));
+	t_ok(bdev_mem_fail(bd, 200 * BS, 1, BDEV_MEM_FAIL_FLUSH));
+	t_ok(bdev_read(bd, 200 * BS, buf, BS));
 	memset(buf, 0x77, BS);
-	T_OK(bdev_write(bd, 50 * BS, buf, BS));
-	T_ERR(bdev_flush(bd), -EIO);
+	t_ok(bdev_write(bd, 50 * BS, buf, BS));
+	t_eq(bdev_flush(bd), -EIO);
 	/* The write was never made durable. */
 	bdev_mem_power_cut(bd, BDEV_CUT_LOSE_ALL, 0);
-	T_CHECK(!memcmp(data_of(bd, 50), img + 50 * BS, BS),
+	t_assert(!memcmp(data_of(bd, 50), img + 50 * BS, BS),
 		"a write before a failed flush survived a power cut");
 }
 
 static void check_cleared(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	T_OK(bdev_mem_fail(bd, 0, 0, 0));
-	T_OK(bdev_read(bd, 0, buf, NBLK * BS));
-	T_CHECK(!memcmp(buf, img, NBLK * BS), "contents differ at %ld", t_diff(buf, img, NBLK * BS));
-	T_OK(bdev_write(bd, 20 * BS, img + 20 * BS, 20 * BS));
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_mem_fail(bd, 0, 0, 0));
+	t_ok(bdev_read(bd, 0, buf, NBLK * BS));
+	t_assert(!memcmp(buf, img, NBLK * BS), "contents differ at %ld", t_diff(buf, img, NBLK * BS));
+	t_ok(bdev_write(bd, 20 * BS, img + 20 * BS, 20 * BS));
+	t_ok(bdev_flush(bd));
 }
 
 static void check_save_load(struct bdev *bd, unsigned char *img)
@@ -104,17 +104,17 @@ static void check_save_load(struct bdev *bd, unsigned char *img)
 	struct bdev *nbd;
 	int fd;
 
-	T_OK(bdev_mem_save(bd, path));
+	t_ok(bdev_mem_save(bd, path));
 	fd = open(path, O_WRONLY | O_APPEND);
-	T_CHECK(fd >= 0 && write(fd, "tail", 4) == 4, "appending to %s", path);
+	t_assert(fd >= 0 && write(fd, "tail", 4) == 4, "appending to %s", path);
 	close(fd);
-	T_OK(bdev_mem_load(path, BS, &nbd));
-	T_CHECK(nbd->size == NBLK * BS && nbd->block_size == BS && nbd->fd == -1 && !nbd->path,
+	t_ok(bdev_mem_load(path, BS, &nbd));
+	t_assert(nbd->size == NBLK * BS && nbd->block_size == BS && nbd->fd == -1 && !nbd->path,
 		"loaded device: size %llu block %u", (unsigned long long)nbd->size,
 		nbd->block_size);
-	T_CHECK(!memcmp(bdev_mem_data(nbd), img, NBLK * BS), "loaded contents differ");
+	t_assert(!memcmp(bdev_mem_data(nbd), img, NBLK * BS), "loaded contents differ");
 	bdev_close(nbd);
-	T_ERR(bdev_mem_load("/nonexistent/image", BS, &nbd), -ENOENT);
+	t_eq(bdev_mem_load("/nonexistent/image", BS, &nbd), -ENOENT);
 	free(path);
 }
 
@@ -124,12 +124,12 @@ int main(void)
 	struct bdev_stats st;
 	struct bdev *bd;
 
-	T_OK(bdev_mem_create(NBLK * BS + 100, BS, &bd));
-	T_CHECK(bd->size == NBLK * BS && bd->fd == -1 && !bd->path && !strcmp(bd->ops->name, "mem"),
+	t_ok(bdev_mem_create(NBLK * BS + 100, BS, &bd));
+	t_assert(bd->size == NBLK * BS && bd->fd == -1 && !bd->path && !strcmp(bd->ops->name, "mem"),
 		"new memory device: size %llu", (unsigned long long)bd->size);
 	t_fill(img, NBLK * BS, 42);
-	T_OK(bdev_write(bd, 0, img, NBLK * BS));
-	T_CHECK(!memcmp(bdev_mem_data(bd), img, NBLK * BS), "contents differ after a write");
+	t_ok(bdev_write(bd, 0, img, NBLK * BS));
+	t_assert(!memcmp(bdev_mem_data(bd), img, NBLK * BS), "contents differ after a write");
 	check_read_faults(bd, img, buf);
 	check_byte_fault(bd, img, buf);
 	check_batch(bd, buf);
@@ -137,7 +137,7 @@ int main(void)
 	check_cleared(bd, img, buf);
 	check_save_load(bd, img);
 	bdev_get_stats(bd, &st);
-	T_CHECK(st.flushes == 3 && st.writes == 7,
+	t_assert(st.flushes == 3 && st.writes == 7,
 		"stats: %llu flushes %llu writes", (unsigned long long)st.flushes,
 		(unsigned long long)st.writes);
 	bdev_close(bd);

@@ -20,10 +20,10 @@ static struct bdev *fresh(unsigned char *base)
 {
 	struct bdev *bd;
 
-	T_OK(bdev_mem_create(SIZE, BS, &bd));
+	t_ok(bdev_mem_create(SIZE, BS, &bd));
 	t_fill(base, SIZE, 1000);
-	T_OK(bdev_write(bd, 0, base, SIZE));
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_write(bd, 0, base, SIZE));
+	t_ok(bdev_flush(bd));
 	return bd;
 }
 
@@ -33,7 +33,7 @@ static void write_blocks(struct bdev *bd, unsigned int blk, unsigned int n, uint
 	unsigned char *buf = t_alloc(n * BS);
 
 	t_fill(buf, n * BS, seed);
-	T_OK(bdev_write(bd, (uint64_t)blk * BS, buf, n * BS));
+	t_ok(bdev_write(bd, (uint64_t)blk * BS, buf, n * BS));
 	if (model)
 		memcpy(model + (size_t)blk * BS, buf, n * BS);
 	bdev_free_buf(buf);
@@ -46,18 +46,18 @@ static void check_lose_all(void)
 
 	memcpy(want, base, SIZE);
 	write_blocks(bd, 0, 4, 1, want);
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_flush(bd));
 	write_blocks(bd, 2, 4, 2, NULL);
 	write_blocks(bd, 8, 1, 3, NULL);
 	bdev_mem_power_cut(bd, BDEV_CUT_LOSE_ALL, 0);
-	T_CHECK(!memcmp(bdev_mem_data(bd), want, SIZE),
+	t_assert(!memcmp(bdev_mem_data(bd), want, SIZE),
 		"LOSE_ALL: contents differ from the flushed state at %ld",
 		t_diff(bdev_mem_data(bd), want, SIZE));
 	/* The device works on, and a cut with nothing pending changes nothing. */
 	write_blocks(bd, 8, 1, 4, want);
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_flush(bd));
 	bdev_mem_power_cut(bd, BDEV_CUT_RANDOM, 99);
-	T_CHECK(!memcmp(bdev_mem_data(bd), want, SIZE), "a cut after a flush lost data");
+	t_assert(!memcmp(bdev_mem_data(bd), want, SIZE), "a cut after a flush lost data");
 	bdev_close(bd);
 	bdev_free_buf(base);
 	bdev_free_buf(want);
@@ -79,12 +79,12 @@ static void cut_outcome(enum bdev_mem_cut mode, uint64_t seed, unsigned int nw,
 
 	memcpy(flushed, base, SIZE);
 	write_blocks(bd, 0, 2, 50, flushed);
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_flush(bd));
 	memcpy(news, flushed, SIZE);
 	for (unsigned int i = 0; i < nw; i++)
 		write_blocks(bd, 4 + i * wblk, wblk, 100 + i, news);
 	bdev_mem_power_cut(bd, mode, seed);
-	T_CHECK(!memcmp(got, flushed, 4 * BS), "seed %llu: flushed data lost",
+	t_assert(!memcmp(got, flushed, 4 * BS), "seed %llu: flushed data lost",
 		(unsigned long long)seed);
 	for (unsigned int i = 0; i < nw; i++) {
 		size_t off = (size_t)(4 + i * wblk) * BS, k;
@@ -93,7 +93,7 @@ static void cut_outcome(enum bdev_mem_cut mode, uint64_t seed, unsigned int nw,
 			if (!memcmp(got + off, news + off, k) &&
 			    !memcmp(got + off + k, flushed + off + k, len - k))
 				break;
-		T_CHECK(k <= len, "seed %llu: write %u is neither kept, lost nor torn "
+		t_assert(k <= len, "seed %llu: write %u is neither kept, lost nor torn "
 			"at a sector boundary", (unsigned long long)seed, i);
 		keep[i] = k;
 	}
@@ -114,7 +114,7 @@ static void check_random(void)
 		masks[s] = 0;
 		cut_outcome(BDEV_CUT_RANDOM, s + 1, NW, 2, keep);
 		for (unsigned int i = 0; i < NW; i++) {
-			T_CHECK(keep[i] == 0 || keep[i] == 2 * BS,
+			t_assert(keep[i] == 0 || keep[i] == 2 * BS,
 				"RANDOM tore write %u (kept %zu bytes)", i, keep[i]);
 			masks[s] |= (uint32_t)(keep[i] != 0) << i;
 		}
@@ -122,10 +122,10 @@ static void check_random(void)
 	}
 	cut_outcome(BDEV_CUT_RANDOM, 1, NW, 2, again);
 	for (unsigned int i = 0; i < NW; i++)
-		T_CHECK((again[i] != 0) == !!(masks[0] & (1u << i)),
+		t_assert((again[i] != 0) == !!(masks[0] & (1u << i)),
 			"the same seed kept a different subset");
 	fprintf(stderr, "RANDOM: %u changes of subset over %u seeds\n", distinct, SEEDS);
-	T_CHECK(distinct > SEEDS / 2, "different seeds keep the same subsets");
+	t_assert(distinct > SEEDS / 2, "different seeds keep the same subsets");
 }
 
 static void check_torn(void)
@@ -143,7 +143,7 @@ static void check_torn(void)
 		}
 	}
 	fprintf(stderr, "TORN: %u torn, %u whole, %u lost\n", torn, whole, lost);
-	T_CHECK(torn && whole && lost, "TORN: %u torn, %u whole, %u lost", torn, whole, lost);
+	t_assert(torn && whole && lost, "TORN: %u torn, %u whole, %u lost", torn, whole, lost);
 }
 
 /* ---- crash images of a recorded workload --------------------------------- */
@@ -168,29 +168,29 @@ static struct bdev *run_workload(unsigned char *base)
 	bdev_mem_record(bd, true);
 	for (unsigned int i = 0; i < NOPS; i++) {
 		if (ops[i].flush) {
-			T_OK(bdev_flush(bd));
+			t_ok(bdev_flush(bd));
 			continue;
 		}
 		t_fill(ops[i].data, ops[i].n * BS, 500 + i);
-		T_OK(bdev_write(bd, (uint64_t)ops[i].blk * BS, ops[i].data, ops[i].n * BS));
+		t_ok(bdev_write(bd, (uint64_t)ops[i].blk * BS, ops[i].data, ops[i].n * BS));
 	}
 	return bd;
 }
 
 static void check_log(struct bdev *bd)
 {
-	T_CHECK(bdev_mem_log_count(bd) == NOPS, "log holds %zu entries, expected %zu",
+	t_assert(bdev_mem_log_count(bd) == NOPS, "log holds %zu entries, expected %zu",
 		bdev_mem_log_count(bd), NOPS);
 	for (unsigned int i = 0; i < NOPS; i++) {
 		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
 
-		T_CHECK(e && e->seq == i && e->flush == ops[i].flush, "log entry %u", i);
-		T_CHECK(e->flush || (e->off == ops[i].blk * BS && e->len == ops[i].n * BS &&
+		t_assert(e && e->seq == i && e->flush == ops[i].flush, "log entry %u", i);
+		t_assert(e->flush || (e->off == ops[i].blk * BS && e->len == ops[i].n * BS &&
 				     !memcmp(e->data, ops[i].data, e->len)),
 			"log entry %u: off %llu len %zu or data wrong", i,
 			(unsigned long long)e->off, e->len);
 	}
-	T_CHECK(!bdev_mem_log(bd, NOPS), "an entry past the end of the log");
+	t_assert(!bdev_mem_log(bd, NOPS), "an entry past the end of the log");
 }
 
 /* Whether @got is @img with writes ops[post[i..]] applied in order, each
@@ -258,10 +258,10 @@ static void check_crash_images(void)
 	for (size_t p = 0; p <= NOPS; p++)
 		for (unsigned int m = 0; m < 3; m++)
 			for (uint64_t seed = 1; seed <= 6; seed++) {
-				T_OK(bdev_mem_crash_image(bd, p, modes[m], seed, &img));
-				T_CHECK(img->size == SIZE && img->fd == -1,
+				t_ok(bdev_mem_crash_image(bd, p, modes[m], seed, &img));
+				t_assert(img->size == SIZE && img->fd == -1,
 					"crash image geometry");
-				T_CHECK(expected(base, bdev_mem_data(img), p, modes[m]),
+				t_assert(expected(base, bdev_mem_data(img), p, modes[m]),
 					"crash image of prefix %zu, mode %u, seed %llu is not "
 					"a state a power cut can leave", p, m,
 					(unsigned long long)seed);
@@ -272,7 +272,7 @@ static void check_crash_images(void)
 				}
 				bdev_close(img);
 			}
-	T_CHECK(distinct > 0, "RANDOM crash images do not depend on the seed");
+	t_assert(distinct > 0, "RANDOM crash images do not depend on the seed");
 	bdev_close(bd);
 	bdev_free_buf(base);
 	bdev_free_buf(first);
@@ -287,20 +287,20 @@ static void check_agrees_with_cut(void)
 		enum bdev_mem_cut mode = seed & 1 ? BDEV_CUT_RANDOM : BDEV_CUT_RANDOM_TORN;
 		struct bdev *bd = run_workload(base), *img;
 
-		T_OK(bdev_mem_crash_image(bd, NOPS, mode, seed, &img));
+		t_ok(bdev_mem_crash_image(bd, NOPS, mode, seed, &img));
 		bdev_mem_power_cut(bd, mode, seed);
-		T_CHECK(!memcmp(bdev_mem_data(bd), bdev_mem_data(img), SIZE),
+		t_assert(!memcmp(bdev_mem_data(bd), bdev_mem_data(img), SIZE),
 			"seed %llu: power cut and crash image disagree", (unsigned long long)seed);
 		/* The image is a device of its own. */
 		write_blocks(img, 0, 1, 7, NULL);
-		T_CHECK(memcmp(bdev_mem_data(bd), bdev_mem_data(img), BS), "image shares data");
+		t_assert(memcmp(bdev_mem_data(bd), bdev_mem_data(img), BS), "image shares data");
 		bdev_close(img);
 		/* Recording stops and restarts empty. */
 		bdev_mem_record(bd, false);
 		write_blocks(bd, 0, 1, 8, NULL);
-		T_CHECK(bdev_mem_log_count(bd) == NOPS, "a write was logged after recording stopped");
+		t_assert(bdev_mem_log_count(bd) == NOPS, "a write was logged after recording stopped");
 		bdev_mem_record(bd, true);
-		T_CHECK(bdev_mem_log_count(bd) == 0, "restarting recording kept the log");
+		t_assert(bdev_mem_log_count(bd) == 0, "restarting recording kept the log");
 		bdev_close(bd);
 	}
 	bdev_free_buf(base);
@@ -315,8 +315,8 @@ int main(void)
 	check_torn();
 	check_crash_images();
 	check_agrees_with_cut();
-	T_OK(bdev_mem_create(SIZE, BS, &bd));
-	T_ERR(bdev_mem_crash_image(bd, 0, BDEV_CUT_LOSE_ALL, 0, &img), -EINVAL);
+	t_ok(bdev_mem_create(SIZE, BS, &bd));
+	t_eq(bdev_mem_crash_image(bd, 0, BDEV_CUT_LOSE_ALL, 0, &img), -EINVAL);
 	bdev_close(bd);
 	return 0;
 }

@@ -28,8 +28,8 @@ static struct bdev *open_dev(const char *path, bool no_direct)
 				    .no_direct = no_direct };
 	struct bdev *bd;
 
-	T_OK(bdev_open(path, &o, &bd));
-	T_CHECK(!strcmp(bd->ops->name, "pread"), "no_uring gave the %s backend",
+	t_ok(bdev_open(path, &o, &bd));
+	t_assert(!strcmp(bd->ops->name, "pread"), "no_uring gave the %s backend",
 		bd->ops->name);
 	return bd;
 }
@@ -47,19 +47,19 @@ static void check_sync_batch(struct bdev *bd, unsigned char *src, unsigned char 
 	}
 	calls = 0;
 	bdev_get_stats(bd, &a);
-	T_OK(bdev_submit(bd, rp, NBLK));
-	T_CHECK(calls == NBLK, "%u of %u end_io calls before bdev_submit returned",
+	t_ok(bdev_submit(bd, rp, NBLK));
+	t_assert(calls == NBLK, "%u of %u end_io calls before bdev_submit returned",
 		calls, NBLK);
 	for (unsigned int i = 0; i < NBLK; i++)
 		bdev_req_init(&reqs[i], BDEV_OP_READ, (uint64_t)i * BS, dst + (size_t)i * BS, BS);
-	T_OK(bdev_submit_wait(bd, rp, NBLK));
+	t_ok(bdev_submit_wait(bd, rp, NBLK));
 	bdev_get_stats(bd, &b);
-	T_CHECK(b.submits - a.submits == 2 && b.writes - a.writes == NBLK &&
+	t_assert(b.submits - a.submits == 2 && b.writes - a.writes == NBLK &&
 		b.reads - a.reads == NBLK, "stats: %llu submits, %llu writes, %llu reads",
 		(unsigned long long)(b.submits - a.submits),
 		(unsigned long long)(b.writes - a.writes),
 		(unsigned long long)(b.reads - a.reads));
-	T_CHECK(!memcmp(src, dst, NBLK * BS), "read back differs at %ld",
+	t_assert(!memcmp(src, dst, NBLK * BS), "read back differs at %ld",
 		t_diff(src, dst, NBLK * BS));
 }
 
@@ -72,28 +72,28 @@ static void check_vectored_capped(struct bdev *bd, unsigned char *src, unsigned 
 		iov[i] = (struct iovec){ src + (size_t)(7 - i) * 2 * BS, 2 * BS };
 	bdev_get_stats(bd, &a);
 	bdev_test_max_xfer = bd->direct ? 1536 : 1000;
-	T_OK(bdev_writev(bd, 4 * BS, iov, 8));
+	t_ok(bdev_writev(bd, 4 * BS, iov, 8));
 	memset(dst, 0, 16 * BS);
-	T_OK(bdev_read(bd, 4 * BS, dst, 16 * BS));
+	t_ok(bdev_read(bd, 4 * BS, dst, 16 * BS));
 	bdev_test_max_xfer = 0;
 	bdev_get_stats(bd, &b);
 	for (unsigned int i = 0; i < 8; i++)
-		T_CHECK(!memcmp(dst + (size_t)i * 2 * BS, iov[i].iov_base, 2 * BS),
+		t_assert(!memcmp(dst + (size_t)i * 2 * BS, iov[i].iov_base, 2 * BS),
 			"vectored, capped write: segment %u differs", i);
-	T_CHECK(b.retries - a.retries >= 16, "only %llu continuations",
+	t_assert(b.retries - a.retries >= 16, "only %llu continuations",
 		(unsigned long long)(b.retries - a.retries));
 }
 
 static void check_errors(struct bdev *bd, const char *path, unsigned char *buf)
 {
-	T_ERR(bdev_read(bd, BS / 2, buf, BS), -EINVAL);
-	T_ERR(bdev_read(bd, 0, buf + 8, BS), -EINVAL);
-	T_ERR(bdev_read(bd, bd->size, buf, BS), -EINVAL);
-	T_CHECK(truncate(path, 3 * BS + 512) == 0, "truncate: %s", strerror(errno));
-	T_ERR(bdev_read(bd, 2 * BS, buf, 2 * BS), -EIO);
-	T_ERR(bdev_read(bd, 50 * BS, buf, BS), -EIO);
-	T_OK(bdev_read(bd, 2 * BS, buf, BS));
-	T_CHECK(truncate(path, NBLK * BS) == 0, "truncate: %s", strerror(errno));
+	t_eq(bdev_read(bd, BS / 2, buf, BS), -EINVAL);
+	t_eq(bdev_read(bd, 0, buf + 8, BS), -EINVAL);
+	t_eq(bdev_read(bd, bd->size, buf, BS), -EINVAL);
+	t_assert(truncate(path, 3 * BS + 512) == 0, "truncate: %s", strerror(errno));
+	t_eq(bdev_read(bd, 2 * BS, buf, 2 * BS), -EIO);
+	t_eq(bdev_read(bd, 50 * BS, buf, BS), -EIO);
+	t_ok(bdev_read(bd, 2 * BS, buf, BS));
+	t_assert(truncate(path, NBLK * BS) == 0, "truncate: %s", strerror(errno));
 }
 
 static void run(const char *path, bool no_direct)
@@ -105,19 +105,19 @@ static void run(const char *path, bool no_direct)
 	t_fill(src, NBLK * BS, no_direct ? 5 : 6);
 	check_sync_batch(bd, src, dst);
 	check_vectored_capped(bd, src, dst);
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_flush(bd));
 	bdev_get_stats(bd, &st);
-	T_CHECK(st.flushes == 1, "flushes %llu", (unsigned long long)st.flushes);
+	t_assert(st.flushes == 1, "flushes %llu", (unsigned long long)st.flushes);
 	check_errors(bd, path, dst);
 	bdev_close(bd);
 
 	/* bdev_open_pread directly, read-only: the data is there. */
 	struct bdev_open_opts o = { .block_size = BS, .read_only = true };
-	T_OK(bdev_open_pread(path, &o, &bd));
-	T_OK(bdev_read(bd, 0, dst, 4 * BS));
+	t_ok(bdev_open_pread(path, &o, &bd));
+	t_ok(bdev_read(bd, 0, dst, 4 * BS));
 	/* Blocks 3 and later were cut off by check_errors. */
-	T_CHECK(!memcmp(src, dst, 3 * BS), "reopened image differs");
-	T_ERR(bdev_write(bd, 0, dst, BS), -EROFS);
+	t_assert(!memcmp(src, dst, 3 * BS), "reopened image differs");
+	t_eq(bdev_write(bd, 0, dst, BS), -EROFS);
 	bdev_close(bd);
 	bdev_free_buf(src);
 	bdev_free_buf(dst);

@@ -26,16 +26,16 @@ static struct bdev *open_dev(const char *path, bool no_direct)
 	struct bdev *bd;
 
 	t_log_reset();
-	T_OK(bdev_open(path, &o, &bd));
-	T_CHECK(!strcmp(bd->ops->name, "io_uring"), "backend is %s, not io_uring",
+	t_ok(bdev_open(path, &o, &bd));
+	t_assert(!strcmp(bd->ops->name, "io_uring"), "backend is %s, not io_uring",
 		bd->ops->name);
-	T_CHECK(bd->size == (uint64_t)DEV_BLOCKS * BS, "size %llu",
+	t_assert(bd->size == (uint64_t)DEV_BLOCKS * BS, "size %llu",
 		(unsigned long long)bd->size);
-	T_CHECK(t_log_count("O_DIRECT") == 1,
+	t_assert(t_log_count("O_DIRECT") == 1,
 		"expected exactly one log line about the I/O mode, got %u",
 		t_log_count("O_DIRECT"));
 	if (no_direct)
-		T_CHECK(!bd->direct, "O_DIRECT in use although no_direct was asked");
+		t_assert(!bd->direct, "O_DIRECT in use although no_direct was asked");
 	fprintf(stderr, "mode: %s\n", bd->direct ? "direct" : "buffered");
 	return bd;
 }
@@ -48,22 +48,22 @@ static uint64_t one_batch(struct bdev *bd, enum bdev_op op, uint64_t first,
 	struct bdev_req **rp = calloc(n, sizeof(*rp));
 	struct bdev_stats a, b;
 
-	T_CHECK(reqs && rp, "out of memory");
+	t_assert(reqs && rp, "out of memory");
 	for (unsigned int i = 0; i < n; i++) {
 		bdev_req_init(&reqs[i], op, (first + i) * BS, buf + (size_t)i * BS, BS);
 		rp[i] = &reqs[i];
 	}
 	bdev_get_stats(bd, &a);
-	T_OK(bdev_submit_wait(bd, rp, n));
+	t_ok(bdev_submit_wait(bd, rp, n));
 	bdev_get_stats(bd, &b);
 	for (unsigned int i = 0; i < n; i++)
-		T_CHECK(reqs[i].result == 0 && reqs[i].done == BS,
+		t_assert(reqs[i].result == 0 && reqs[i].done == BS,
 			"request %u: result %d done %zu", i, reqs[i].result, reqs[i].done);
 	if (op == BDEV_OP_READ)
-		T_CHECK(b.reads - a.reads == n && b.read_bytes - a.read_bytes == (uint64_t)n * BS,
+		t_assert(b.reads - a.reads == n && b.read_bytes - a.read_bytes == (uint64_t)n * BS,
 			"read stats moved by %llu requests", (unsigned long long)(b.reads - a.reads));
 	else
-		T_CHECK(b.writes - a.writes == n && b.write_bytes - a.write_bytes == (uint64_t)n * BS,
+		t_assert(b.writes - a.writes == n && b.write_bytes - a.write_bytes == (uint64_t)n * BS,
 			"write stats moved by %llu requests", (unsigned long long)(b.writes - a.writes));
 	free(reqs);
 	free(rp);
@@ -81,18 +81,18 @@ static void check_batches(struct bdev *bd, uint64_t seed)
 	subs = one_batch(bd, BDEV_OP_WRITE, 3, src, NBLK);
 	fprintf(stderr, "%u writes in %llu submissions\n", NBLK, (unsigned long long)subs);
 	/* The ring is refilled only when half of it is free. */
-	T_CHECK(subs >= 1 && subs <= NBLK / (DEPTH / 2) + 2,
+	t_assert(subs >= 1 && subs <= NBLK / (DEPTH / 2) + 2,
 		"%u writes took %llu submissions (depth %u)", NBLK,
 		(unsigned long long)subs, DEPTH);
 	memset(dst, 0, len);
 	subs = one_batch(bd, BDEV_OP_READ, 3, dst, NBLK);
-	T_CHECK(subs <= NBLK / (DEPTH / 2) + 2, "%u reads took %llu submissions",
+	t_assert(subs <= NBLK / (DEPTH / 2) + 2, "%u reads took %llu submissions",
 		NBLK, (unsigned long long)subs);
 	d = t_diff(src, dst, len);
-	T_CHECK(d < 0, "read back differs at byte %ld (block %ld)", d, d / (long)BS);
+	t_assert(d < 0, "read back differs at byte %ld (block %ld)", d, d / (long)BS);
 	/* A batch that fits the ring goes in one submission. */
 	subs = one_batch(bd, BDEV_OP_READ, 3, dst, DEPTH);
-	T_CHECK(subs == 1, "a batch of %u took %llu submissions", DEPTH,
+	t_assert(subs == 1, "a batch of %u took %llu submissions", DEPTH,
 		(unsigned long long)subs);
 	bdev_free_buf(src);
 	bdev_free_buf(dst);
@@ -120,19 +120,19 @@ static void check_vectored(struct bdev *bd, uint64_t seed)
 			       iov[r], SEGS);
 		rp[r] = &reqs[r];
 	}
-	T_OK(bdev_submit_wait(bd, rp, NREQ));
-	T_OK(bdev_read(bd, 10 * BS, dst, len));
+	t_ok(bdev_submit_wait(bd, rp, NREQ));
+	t_ok(bdev_read(bd, 10 * BS, dst, len));
 	d = t_diff(want, dst, len);
-	T_CHECK(d < 0, "vectored write: block %ld differs", d / (long)BS);
+	t_assert(d < 0, "vectored write: block %ld differs", d / (long)BS);
 	/* bdev_writev, then a vectored read into scattered buffers. */
-	T_OK(bdev_writev(bd, 0, iov[0], SEGS));
+	t_ok(bdev_writev(bd, 0, iov[0], SEGS));
 	memset(dst, 0, len);
 	for (unsigned int s = 0; s < SEGS; s++)
 		iov[1][s] = (struct iovec){ dst + (size_t)(SEGS - 1 - s) * BS, BS };
 	bdev_req_initv(&reqs[0], BDEV_OP_READ, 0, iov[1], SEGS);
-	T_OK(bdev_submit_wait(bd, rp, 1));
+	t_ok(bdev_submit_wait(bd, rp, 1));
 	for (unsigned int s = 0; s < SEGS; s++)
-		T_CHECK(!memcmp(iov[1][s].iov_base, iov[0][s].iov_base, BS),
+		t_assert(!memcmp(iov[1][s].iov_base, iov[0][s].iov_base, BS),
 			"vectored read: segment %u differs", s);
 	bdev_free_buf(src);
 	bdev_free_buf(dst);
@@ -175,7 +175,7 @@ static void chain_end_io(struct bdev_req *req)
 	struct bdev_req *nreq = chain_next(c);
 
 	if (nreq)
-		T_OK(bdev_submit(c->bd, &nreq, 1));
+		t_ok(bdev_submit(c->bd, &nreq, 1));
 	req->private = &c->done;
 	t_batch_end_io(req);
 }
@@ -192,10 +192,10 @@ static void check_chain(struct bdev *bd)
 	t_batch_init(&c.done, UT_ARRAY_SIZE(c.req));
 	for (unsigned int i = 0; i < DEPTH; i++)
 		rp[i] = chain_next(&c);
-	T_OK(bdev_submit(bd, rp, DEPTH));
+	t_ok(bdev_submit(bd, rp, DEPTH));
 	t_batch_wait(&c.done);
-	T_CHECK(c.done.errors == 0, "chained request failed: %d", c.done.first_error);
-	T_CHECK(c.next == UT_ARRAY_SIZE(c.req), "chain stopped at %u", c.next);
+	t_assert(c.done.errors == 0, "chained request failed: %d", c.done.first_error);
+	t_assert(c.next == UT_ARRAY_SIZE(c.req), "chain stopped at %u", c.next);
 	pthread_mutex_destroy(&c.lock);
 	bdev_free_buf(c.buf);
 }
@@ -207,11 +207,11 @@ static void check_file(const char *path, uint64_t seed)
 	unsigned char *src = t_alloc(len), *got = t_alloc(len);
 	int fd = open(path, O_RDONLY);
 
-	T_CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+	t_assert(fd >= 0, "open %s: %s", path, strerror(errno));
 	t_fill(src, len, seed);
-	T_CHECK(pread(fd, got, len, 3 * BS) == (ssize_t)len, "short pread of the image");
+	t_assert(pread(fd, got, len, 3 * BS) == (ssize_t)len, "short pread of the image");
 	/* The vectored test overwrote blocks 0..3 and 10..209 of the batch. */
-	T_CHECK(!memcmp(src + BS, got + BS, 6 * BS) &&
+	t_assert(!memcmp(src + BS, got + BS, 6 * BS) &&
 		!memcmp(src + 207 * BS, got + 207 * BS, len - 207 * BS),
 		"the image file does not hold the batch");
 	close(fd);
@@ -227,9 +227,9 @@ static void run(const char *path, bool no_direct, uint64_t seed)
 	check_batches(bd, seed);
 	check_vectored(bd, seed + 1);
 	check_chain(bd);
-	T_OK(bdev_flush(bd));
+	t_ok(bdev_flush(bd));
 	bdev_get_stats(bd, &st);
-	T_CHECK(st.flushes == 1, "flushes = %llu", (unsigned long long)st.flushes);
+	t_assert(st.flushes == 1, "flushes = %llu", (unsigned long long)st.flushes);
 	bdev_close(bd);
 	check_file(path, seed);
 }

@@ -22,7 +22,7 @@ static struct bdev *open_dev(const char *path, uint32_t bs, bool no_direct, bool
 				    .no_direct = no_direct, .read_only = ro };
 	struct bdev *bd;
 
-	T_OK(bdev_open_uring(path, &o, &bd));
+	t_ok(bdev_open_uring(path, &o, &bd));
 	return bd;
 }
 
@@ -43,19 +43,19 @@ static void check_eof(bool no_direct)
 	unsigned char *src = t_alloc(NBLK * BS), *buf = t_alloc(4 * BS);
 	uint64_t r0;
 
-	T_CHECK(bd->size == NBLK * BS, "size %llu not rounded down to whole blocks",
+	t_assert(bd->size == NBLK * BS, "size %llu not rounded down to whole blocks",
 		(unsigned long long)bd->size);
 	t_fill(src, NBLK * BS, 7);
-	T_OK(bdev_write(bd, 0, src, NBLK * BS));
-	T_CHECK(truncate(path, 10 * BS + 100) == 0, "truncate: %s", strerror(errno));
+	t_ok(bdev_write(bd, 0, src, NBLK * BS));
+	t_assert(truncate(path, 10 * BS + 100) == 0, "truncate: %s", strerror(errno));
 	r0 = retries(bd);
-	T_ERR(bdev_read(bd, 9 * BS, buf, 4 * BS), -EIO);
+	t_eq(bdev_read(bd, 9 * BS, buf, 4 * BS), -EIO);
 	if (no_direct)
-		T_CHECK(retries(bd) > r0, "the short read was not continued");
-	T_ERR(bdev_read(bd, 20 * BS, buf, BS), -EIO);
-	T_ERR(bdev_read(bd, 10 * BS, buf, BS), -EIO);
-	T_OK(bdev_read(bd, 9 * BS, buf, BS));
-	T_CHECK(!memcmp(buf, src + 9 * BS, BS), "block 9 differs after truncation");
+		t_assert(retries(bd) > r0, "the short read was not continued");
+	t_eq(bdev_read(bd, 20 * BS, buf, BS), -EIO);
+	t_eq(bdev_read(bd, 10 * BS, buf, BS), -EIO);
+	t_ok(bdev_read(bd, 9 * BS, buf, BS));
+	t_assert(!memcmp(buf, src + 9 * BS, BS), "block 9 differs after truncation");
 	bdev_close(bd);
 	bdev_free_buf(src);
 	bdev_free_buf(buf);
@@ -74,25 +74,25 @@ static void check_many_segments(bool no_direct)
 	struct bdev_req req, *rp = &req;
 	uint64_t r0 = retries(bd);
 
-	T_CHECK(iov, "out of memory");
+	t_assert(iov, "out of memory");
 	t_fill(src, NSEG * SEG, 3);
 	for (unsigned int i = 0; i < NSEG; i++)
 		iov[i] = (struct iovec){ src + (size_t)(NSEG - 1 - i) * SEG, SEG };
 	bdev_req_initv(&req, BDEV_OP_WRITE, 0, iov, NSEG);
-	T_OK(bdev_submit_wait(bd, &rp, 1));
-	T_CHECK(req.done == NSEG * SEG, "write done %zu", req.done);
-	T_OK(bdev_read(bd, 0, dst, NSEG * SEG));
+	t_ok(bdev_submit_wait(bd, &rp, 1));
+	t_assert(req.done == NSEG * SEG, "write done %zu", req.done);
+	t_ok(bdev_read(bd, 0, dst, NSEG * SEG));
 	for (unsigned int i = 0; i < NSEG; i++)
-		T_CHECK(!memcmp(dst + (size_t)i * SEG, iov[i].iov_base, SEG),
+		t_assert(!memcmp(dst + (size_t)i * SEG, iov[i].iov_base, SEG),
 			"segment %u landed in the wrong place", i);
 	/* And the same scattered read. */
 	memset(src, 0, NSEG * SEG);
 	bdev_req_initv(&req, BDEV_OP_READ, 0, iov, NSEG);
-	T_OK(bdev_submit_wait(bd, &rp, 1));
+	t_ok(bdev_submit_wait(bd, &rp, 1));
 	for (unsigned int i = 0; i < NSEG; i++)
-		T_CHECK(!memcmp(dst + (size_t)i * SEG, iov[i].iov_base, SEG),
+		t_assert(!memcmp(dst + (size_t)i * SEG, iov[i].iov_base, SEG),
 			"scattered read: segment %u differs", i);
-	T_CHECK(retries(bd) >= r0 + 2, "requests over IOV_MAX were not continued");
+	t_assert(retries(bd) >= r0 + 2, "requests over IOV_MAX were not continued");
 	bdev_close(bd);
 	free(iov);
 	bdev_free_buf(src);
@@ -114,12 +114,12 @@ static void check_capped(bool no_direct, size_t cap)
 	for (unsigned int i = 0; i < 4; i++)
 		iov[i] = (struct iovec){ src + (size_t)i * 4 * BS, 4 * BS };
 	bdev_test_max_xfer = cap;
-	T_OK(bdev_writev(bd, 5 * BS, iov, 4));
-	T_OK(bdev_read(bd, 5 * BS, dst, 16 * BS));
+	t_ok(bdev_writev(bd, 5 * BS, iov, 4));
+	t_ok(bdev_read(bd, 5 * BS, dst, 16 * BS));
 	bdev_test_max_xfer = 0;
-	T_CHECK(!memcmp(src, dst, 16 * BS), "capped transfers: data differs at %ld",
+	t_assert(!memcmp(src, dst, 16 * BS), "capped transfers: data differs at %ld",
 		t_diff(src, dst, 16 * BS));
-	T_CHECK(retries(bd) - r0 >= want, "only %llu continuations for a %zu-byte cap",
+	t_assert(retries(bd) - r0 >= want, "only %llu continuations for a %zu-byte cap",
 		(unsigned long long)(retries(bd) - r0), cap);
 	bdev_close(bd);
 	bdev_free_buf(src);
@@ -141,11 +141,11 @@ static void check_refused(struct bdev *bd, uint64_t off, void *buf, size_t len, 
 
 	bdev_req_init(&req, BDEV_OP_WRITE, off, buf, len);
 	req.end_io = count_end_io;
-	T_ERR(bdev_submit(bd, &rp, 1), err);
-	T_CHECK(req.result == err, "result %d, expected %d", req.result, err);
+	t_eq(bdev_submit(bd, &rp, 1), err);
+	t_assert(req.result == err, "result %d, expected %d", req.result, err);
 	/* The same read is refused too, unless only writing was forbidden. */
 	req.op = BDEV_OP_READ;
-	T_ERR(bdev_submit_wait(bd, &rp, 1), err == -EROFS ? 0 : err);
+	t_eq(bdev_submit_wait(bd, &rp, 1), err == -EROFS ? 0 : err);
 }
 
 static void check_validation(void)
@@ -164,24 +164,24 @@ static void check_validation(void)
 	check_refused(bd, size, buf, BS, -EINVAL);         /* past the end */
 	check_refused(bd, size - BS, buf, 2 * BS, -EINVAL);
 	check_refused(bd, UINT64_MAX - BS + 1, buf, 2 * BS, -EINVAL);
-	T_CHECK(end_io_calls == 0, "end_io ran for a refused request");
+	t_assert(end_io_calls == 0, "end_io ran for a refused request");
 	/* One bad request refuses the whole batch. */
 	bdev_req_init(&reqs[0], BDEV_OP_READ, 0, buf, BS);
 	bdev_req_init(&reqs[1], BDEV_OP_READ, 1, buf, BS);
 	reqs[0].end_io = reqs[1].end_io = count_end_io;
-	T_ERR(bdev_submit(bd, rp, 2), -EINVAL);
-	T_ERR(bdev_submit_wait(bd, rp, 2), -EINVAL);
-	T_CHECK(end_io_calls == 0 && reqs[0].result == 0 && reqs[1].result == -EINVAL,
+	t_eq(bdev_submit(bd, rp, 2), -EINVAL);
+	t_eq(bdev_submit_wait(bd, rp, 2), -EINVAL);
+	t_assert(end_io_calls == 0 && reqs[0].result == 0 && reqs[1].result == -EINVAL,
 		"a refused batch ran end_io %u times, results %d %d", end_io_calls,
 		reqs[0].result, reqs[1].result);
 	bdev_close(bd);
 
 	bd = open_dev(path, BS, false, true);
-	T_CHECK(bd->read_only, "read_only not set");
+	t_assert(bd->read_only, "read_only not set");
 	check_refused(bd, 0, buf, BS, -EROFS);
-	T_ERR(bdev_write(bd, BS, buf, BS), -EROFS);
-	T_OK(bdev_read(bd, BS, buf, BS));
-	T_OK(bdev_flush(bd));
+	t_eq(bdev_write(bd, BS, buf, BS), -EROFS);
+	t_ok(bdev_read(bd, BS, buf, BS));
+	t_ok(bdev_flush(bd));
 	bdev_close(bd);
 	bdev_free_buf(buf);
 	free(path);
