@@ -131,6 +131,20 @@ int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 	return bd->ops->submit(bd, reqs, n);
 }
 
+int bdev_submit_inline(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
+		       int (*rw)(struct bdev *bd, struct bdev_req *req))
+{
+	bdev_stat_add(bd, submits, 1);
+	for (unsigned int i = 0; i < n; i++) {
+		struct bdev_req *req = reqs[i];
+
+		req->result = req->op == BDEV_OP_FLUSH ? bd->ops->flush(bd) : rw(bd, req);
+		if (req->end_io)
+			req->end_io(req);
+	}
+	return 0;
+}
+
 /* ---- waiting ------------------------------------------------------------ */
 
 void bdev_waiter_init(struct bdev_waiter *w, unsigned int count)

@@ -61,6 +61,14 @@ int bdev_uring_setup(struct bdev *file, unsigned int depth,
 		     struct bdev **out, const char **what);
 int bdev_pread_setup(struct bdev *file, struct bdev **out, const char **what);
 
+/*
+ * Carry out a batch in order, in the submitting thread, for the backends
+ * without a queue (pread, memory): @rw does one read or write, a flush
+ * request calls the backend's flush; end_io runs before this returns.
+ */
+int bdev_submit_inline(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
+		       int (*rw)(struct bdev *bd, struct bdev_req *req));
+
 /* Wait for a number of completions. */
 struct bdev_waiter {
 	pthread_mutex_t lock;

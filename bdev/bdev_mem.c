@@ -241,19 +241,14 @@ static int mem_flush(struct bdev *bd)
 	return err;
 }
 
+static int mem_rw_one(struct bdev *bd, struct bdev_req *req)
+{
+	return mem_rw(to_mem(bd), req);
+}
+
 static int mem_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 {
-	struct mem_bdev *m = to_mem(bd);
-
-	bdev_stat_add(bd, submits, 1);
-	for (unsigned int i = 0; i < n; i++) {
-		struct bdev_req *req = reqs[i];
-
-		req->result = req->op == BDEV_OP_FLUSH ? mem_flush(bd) : mem_rw(m, req);
-		if (req->end_io)
-			req->end_io(req);
-	}
-	return 0;
+	return bdev_submit_inline(bd, reqs, n, mem_rw_one);
 }
 
 static void log_clear(struct mem_bdev *m)

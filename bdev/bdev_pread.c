@@ -57,15 +57,7 @@ static int pread_flush(struct bdev *bd)
 
 static int pread_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 {
-	bdev_stat_add(bd, submits, 1);
-	for (unsigned int i = 0; i < n; i++) {
-		struct bdev_req *req = reqs[i];
-
-		req->result = req->op == BDEV_OP_FLUSH ? pread_flush(bd) : pread_one(bd, req);
-		if (req->end_io)
-			req->end_io(req);
-	}
-	return 0;
+	return bdev_submit_inline(bd, reqs, n, pread_one);
 }
 
 static void pread_close(struct bdev *bd)
