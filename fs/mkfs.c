@@ -117,7 +117,8 @@ static void fill_geometry(struct mfs_super *sb, uint32_t bs, uint64_t blocks,
 }
 
 /* Groups and inodes for @blocks blocks; drops a last group too short to
- * carry its own metadata.  Returns 0 or -ENOSPC / -EINVAL. */
+ * carry its own metadata.  Returns 0, -ENOSPC, or -EOVERFLOW for more
+ * inodes than the groups can hold. */
 static int layout_groups(struct mfs_super *sb, const struct mfs_mkfs_opts *o,
 			 uint32_t bs, uint64_t blocks)
 {
@@ -129,10 +130,10 @@ static int layout_groups(struct mfs_super *sb, const struct mfs_mkfs_opts *o,
 	for (int pass = 0; pass < 2; pass++) {
 		groups = UT_DIV_ROUND_UP(blocks - fdb, bpg);
 		if (groups > UINT32_MAX / (8ull * bs))
-			return -EINVAL;
+			return -EOVERFLOW;
 		ipg = pick_ipg(o, blocks * bs, bs, (uint32_t)groups);
 		if (!ipg)
-			return -EINVAL;
+			return -EOVERFLOW;
 		fill_geometry(sb, bs, blocks, (uint32_t)groups, (uint32_t)ipg);
 		uint32_t last = (uint32_t)groups - 1;
 		if (mfs_group_nblocks(sb, last) >=
@@ -160,7 +161,9 @@ static uint32_t fixed_blocks(const struct mfs_mkfs_opts *o)
 	return 2 + (o->nregions ? 1 : 0);   /* root, lost+found, region table */
 }
 
-/* Decide the whole layout for a device of @device_bytes into @sb. */
+/* Decide the whole layout for a device of @device_bytes into @sb:
+ * 0, -ENOSPC (too small), -EOVERFLOW (too many inodes) or -EFBIG (a journal
+ * larger than a file can be). */
 static int mkfs_layout(const struct mfs_mkfs_opts *o, uint64_t device_bytes,
 		       struct mfs_super *sb)
 {
@@ -181,10 +184,9 @@ static int mkfs_layout(const struct mfs_mkfs_opts *o, uint64_t device_bytes,
 	blocks = le64toh(sb->s_blocks_count);
 	jblocks = o->journal_bytes ? o->journal_bytes / bs :
 		  default_journal_blocks(blocks * bs, bs);
-	if (jblocks < JNL_MIN_BLOCKS || jblocks > UINT32_MAX)
-		return -EINVAL;
-	if (mfs_max_file_size(bs) / bs < jblocks ||
-	    data_blocks(sb) < jblocks + map_overhead(jblocks, mfs_addr_per_block(bs)) +
+	if (jblocks > UINT32_MAX || mfs_max_file_size(bs) / bs < jblocks)
+		return -EFBIG;
+	if (data_blocks(sb) < jblocks + map_overhead(jblocks, mfs_addr_per_block(bs)) +
 			      fixed_blocks(o) + MIN_GROUP_DATA)
 		return -ENOSPC;
 	sb->s_journal_blocks = htole32((uint32_t)jblocks);
@@ -713,6 +715,21 @@ static int check_opts(const struct mfs_mkfs_opts *o)
 	return 0;
 }
 
+static void report_inodes(const struct mfs_mkfs_opts *o, uint64_t size)
+{
+	uint32_t bs = opt_block_size(o);
+	uint64_t blocks = UT_MIN(size / bs, (uint64_t)UINT32_MAX);
+	uint64_t groups = UT_DIV_ROUND_UP(blocks, 8ull * bs);
+	uint64_t bpi = o->bytes_per_inode ? o->bytes_per_inode :
+		       size < (512ull << 20) ? 4096 : 16384;
+
+	mlog_err("too many inodes: %" PRIu64 " asked for (%s), at most %" PRIu64
+		 " fit on this device at %" PRIu32 "-byte blocks",
+		 o->inodes ? (uint64_t)o->inodes : blocks * bs / bpi,
+		 o->inodes ? "-N" : "by bytes per inode",
+		 UT_MIN(groups * 8 * bs, (uint64_t)UINT32_MAX), bs);
+}
+
 static int report_layout_error(const struct mfs_mkfs_opts *o, uint64_t size, int err)
 {
 	char have[32], need[32];
@@ -727,9 +744,13 @@ static int report_layout_error(const struct mfs_mkfs_opts *o, uint64_t size, int
 			 ut_format_size(size, have, sizeof(have)),
 			 mfs_mkfs_min_bytes(o) >> 10,
 			 ut_format_size(mfs_mkfs_min_bytes(o), need, sizeof(need)));
+	else if (err == -EOVERFLOW)
+		report_inodes(o, size);
 	else
-		mlog_err("these options give no valid layout (too many inodes, or "
-			 "a journal larger than the filesystem can hold)");
+		mlog_err("a journal of %" PRIu64 " blocks is larger than a file can be "
+			 "at %" PRIu32 "-byte blocks (%" PRIu64 " blocks)",
+			 o->journal_bytes / opt_block_size(o), opt_block_size(o),
+			 mfs_max_file_size(opt_block_size(o)) / opt_block_size(o));
 	return err;
 }
 

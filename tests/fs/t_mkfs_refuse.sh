@@ -24,6 +24,9 @@ refuse "is not a UUID" -U nope "$img" 64M
 refuse "longer than 32 bytes" -L 0123456789012345678901234567890123 "$img" 64M
 refuse "journal size 'x' is not a size" -J x "$img" 64M
 refuse "is below the minimum" -b 4096 -J 1M "$img" 64M
+refuse "too many inodes: 4294967295 asked for (-N), at most 32768 fit" -N 4294967295 "$img" 64M
+refuse "too many inodes: 65536 asked for (by bytes per inode)" -i 1024 "$img" 64M
+refuse "larger than a file can be at 1024-byte blocks" -b 1024 -J 20G "$img" 64M
 refuse "does not exist; give a SIZE" "$T_DIR/none"
 refuse "expected IMAGE [SIZE]"
 
