@@ -102,6 +102,13 @@ struct jnl_config {
 	/* One batch and one flush per commit instead of two flushes; the
 	 * transaction checksum stands in for the first flush. */
 	bool async_commit;
+	/*
+	 * The most page-cache pages the journal may pin (0: no limit).  Pinned
+	 * pages cannot be evicted, so the filesystem sets this below the
+	 * cache's budget; handles then wait for checkpoints to unpin pages.
+	 * Transactions are kept to half of it.
+	 */
+	uint32_t max_pinned;
 	/* Ordered mode: write inode @ji's dirty data home and wait for it.
 	 * Called by the commit thread before the transaction's log blocks. */
 	int (*write_ordered)(void *arg, struct jnl_inode *ji);
@@ -126,6 +133,7 @@ struct jnl_handle {
 struct jnl_stats {
 	uint64_t commits, handles, blocks_logged, revokes;
 	uint64_t checkpoints, blocks_checkpointed, log_full_waits;
+	uint32_t pinned, pinned_max;       /* pages held now, and at most */
 	uint32_t committed_tid, running_tid;
 	uint32_t log_used, log_size;
 };

@@ -54,6 +54,13 @@ static uint32_t log_free(const struct jnl *j)
 	return used >= j->j_loglen ? 0 : j->j_loglen - used;
 }
 
+/* Would pages pinned now, plus every credit of the running transaction,
+ * pass the pin limit?  (Its pinned pages count twice: a safe bound.) */
+static bool over_pin_limit(const struct jnl *j, uint32_t credits)
+{
+	return j->j_cfg.max_pinned && j->j_nbufs + credits > j->j_cfg.max_pinned;
+}
+
 /*
  * Make room in the log, with j_lock held (it is dropped on the way): write
  * the oldest transaction home if there is one, else let the commit that
@@ -106,7 +113,7 @@ static int join_running(struct jnl *j, uint32_t credits, struct jnl_tx **out)
 			continue;
 		}
 		grow = jnl_tx_reservation(j, have + credits) - jnl_tx_reservation(j, have);
-		if (grow > log_free(j)) {
+		if (grow > log_free(j) || over_pin_limit(j, have + credits)) {
 			int err = make_room(j);
 
 			if (err)
@@ -180,6 +187,8 @@ static struct jnl_buf *buf_get(struct jnl *j, struct pc_page *pg, uint64_t home)
 	jb = calloc(1, sizeof(*jb));
 	if (!jb)
 		return NULL;
+	if (++j->j_nbufs > j->j_stats.pinned_max)
+		j->j_stats.pinned_max = j->j_nbufs;
 	jb->b_home = home;
 	jb->b_page = pg;
 	pc_get_page(pg);

@@ -118,6 +118,7 @@ struct jnl {
 	bool j_stop;
 	struct jnl_buf **j_hash;
 	uint32_t j_hash_mask;
+	uint32_t j_nbufs;                /* buffers, i.e. pages pinned */
 	struct jnl_stats j_stats;
 
 	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time */

@@ -52,6 +52,7 @@ void jnl_buf_release_if_idle(struct jnl *j, struct jnl_buf *jb)
 	*pp = jb->b_hash_next;
 	pc_put_page(jb->b_page);
 	free(jb);
+	j->j_nbufs--;
 }
 
 /* ---- the superblock ------------------------------------------------------ */
@@ -214,6 +215,7 @@ void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
 {
 	pthread_mutex_lock(&j->j_lock);
 	*st = j->j_stats;
+	st->pinned = j->j_nbufs;
 	st->committed_tid = j->j_commit_done;
 	st->running_tid = j->j_running ? j->j_running->t_tid : 0;
 	st->log_used = jnl_log_used(j);
@@ -260,9 +262,12 @@ static int init_state(struct jnl *j, const struct jnl_config *cfg)
 	j->j_geom.seed = le64toh(j->j_sb.s_csum_seed);
 	j->j_loglen = j->j_geom.nblocks - j->j_geom.first;
 	j->j_max_tx = le32toh(j->j_sb.s_max_trans_blocks);
-	/* A transaction's worst case must fit a quarter of the log. */
+	/* A transaction's worst case must fit a quarter of the log, and its
+	 * pages half of what the journal may pin. */
 	while (j->j_max_tx > 1 && jnl_tx_reservation(j, j->j_max_tx) > j->j_loglen / 4)
 		j->j_max_tx--;
+	if (j->j_cfg.max_pinned)
+		j->j_max_tx = UT_MAX(1u, UT_MIN(j->j_max_tx, j->j_cfg.max_pinned / 2));
 	j->j_head = j->j_tail = j->j_geom.first;
 	j->j_next_tid = le32toh(j->j_sb.s_sequence);
 	j->j_commit_done = j->j_next_tid - 1;

@@ -281,6 +281,39 @@ static void test_wrap(void)
 	       (unsigned long)st.blocks_logged, JBLOCKS, (unsigned long)st.checkpoints);
 }
 
+/* With a pin limit the journal never holds more pages than it allows,
+ * and nothing written is lost on the way. */
+static void test_pin_limit(void)
+{
+	static uint64_t last[700];
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_stats st;
+	uint64_t stamp = 0;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	t.cfg.max_pinned = 64;
+	tj_open(&t);
+	t_eq(jnl_start(t.j, 40, &h), -ENOSPC);       /* over half the limit */
+	for (int i = 0; i < 200; i++) {
+		t_ok(jnl_start(t.j, 10, &h));
+		for (uint64_t b = 0; b < 10; b++) {
+			uint64_t blk = 100 + (i * 13 + b * 7) % 600;
+
+			tj_write(&t, &h, blk, ++stamp);
+			last[blk] = stamp;
+		}
+		t_ok(jnl_stop(&h));
+	}
+	jnl_get_stats(t.j, &st);
+	t_assert(st.pinned_max <= 64, "pinned %u pages, limit 64", st.pinned_max);
+	tj_close(&t);
+	for (uint64_t blk = 100; blk < 700; blk++)
+		t_assert(tj_holds(t.bd, BS, blk, last[blk]), "block %lu", (unsigned long)blk);
+	tj_teardown(&t);
+	printf("ok: at most %u pages pinned under a limit of 64\n", st.pinned_max);
+}
+
 static void test_io_error(void)
 {
 	struct tj t;
@@ -311,6 +344,7 @@ int main(void)
 	test_revoke();
 	test_ordered();
 	test_wrap();
+	test_pin_limit();
 	test_io_error();
 	return 0;
 }

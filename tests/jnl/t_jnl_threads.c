@@ -76,6 +76,7 @@ int main(void)
 	mlog_set_level(MLOG_ERR);
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, true);
 	t.cfg.commit_interval_ms = 5;
+	t.cfg.max_pinned = 160;
 	tj_open(&t);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ .t = &t, .id = i, .rng = 0x9E3779B97F4A7C15ull * (i + 1) };
@@ -84,6 +85,7 @@ int main(void)
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);
 	jnl_get_stats(t.j, &st);
+	t_assert(st.pinned_max <= 160, "pinned %u pages, limit 160", st.pinned_max);
 	tj_close(&t);
 	for (int i = 0; i < THREADS; i++)
 		for (uint32_t b = 0; b < PER; b++)
@@ -95,9 +97,10 @@ int main(void)
 		t_assert(s >= 1 && s <= THREADS, "shared block %u holds %lu", b,
 			 (unsigned long)s);
 	}
-	printf("ok: %lu handles, %lu commits, %lu checkpoints, %lu waits for log space\n",
-	       (unsigned long)st.handles, (unsigned long)st.commits,
-	       (unsigned long)st.checkpoints, (unsigned long)st.log_full_waits);
+	printf("ok: %lu handles, %lu commits, %lu checkpoints, %lu waits for room, "
+	       "at most %u pages pinned\n", (unsigned long)st.handles,
+	       (unsigned long)st.commits, (unsigned long)st.checkpoints,
+	       (unsigned long)st.log_full_waits, st.pinned_max);
 	tj_teardown(&t);
 	return 0;
 }
