@@ -177,29 +177,6 @@ static int handle_error(struct jnl_handle *h, int err)
 	return err;
 }
 
-static struct jnl_buf *buf_get(struct jnl *j, struct pc_page *pg, uint64_t home)
-{
-	struct jnl_buf *jb = jnl_buf_find(j, home);
-	uint32_t slot;
-
-	if (jb)
-		return jb;
-	jb = calloc(1, sizeof(*jb));
-	if (!jb)
-		return NULL;
-	if (++j->j_nbufs > j->j_stats.pinned_max)
-		j->j_stats.pinned_max = j->j_nbufs;
-	jb->b_home = home;
-	jb->b_page = pg;
-	pc_get_page(pg);
-	ut_list_init(&jb->b_tx_link);
-	ut_list_init(&jb->b_cp_link);
-	slot = (uint32_t)((home * 0x9E3779B97F4A7C15ull) >> 32) & j->j_hash_mask;
-	jb->b_hash_next = j->j_hash[slot];
-	j->j_hash[slot] = jb;
-	return jb;
-}
-
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 {
 	struct jnl *j = h->h_journal;
@@ -209,7 +186,7 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	if (!h->h_tx)
 		return -EINVAL;
 	pthread_mutex_lock(&j->j_lock);
-	jb = buf_get(j, pg, home);
+	jb = jnl_buf_get(j, pg, home);
 	if (!jb)
 		err = -ENOMEM;
 	else if (jb->b_page != pg)

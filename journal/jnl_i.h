@@ -132,6 +132,8 @@ uint32_t jnl_tx_reservation(const struct jnl *j, uint32_t credits);
 uint32_t jnl_log_used(const struct jnl *j);
 
 struct jnl_buf *jnl_buf_find(struct jnl *j, uint64_t home);
+/* The buffer of block @home, created (pinning @pg) if there is none. */
+struct jnl_buf *jnl_buf_get(struct jnl *j, struct pc_page *pg, uint64_t home);
 /* Drop @jb if no transaction needs it any more (j_lock held). */
 void jnl_buf_release_if_idle(struct jnl *j, struct jnl_buf *jb);
 void *jnl_buf_data(const struct jnl_buf *jb);

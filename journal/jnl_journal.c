@@ -41,6 +41,29 @@ struct jnl_buf *jnl_buf_find(struct jnl *j, uint64_t home)
 	return jb;
 }
 
+struct jnl_buf *jnl_buf_get(struct jnl *j, struct pc_page *pg, uint64_t home)
+{
+	struct jnl_buf *jb = jnl_buf_find(j, home);
+	uint32_t slot;
+
+	if (jb)
+		return jb;
+	jb = calloc(1, sizeof(*jb));
+	if (!jb)
+		return NULL;
+	if (++j->j_nbufs > j->j_stats.pinned_max)
+		j->j_stats.pinned_max = j->j_nbufs;
+	jb->b_home = home;
+	jb->b_page = pg;
+	pc_get_page(pg);
+	ut_list_init(&jb->b_tx_link);
+	ut_list_init(&jb->b_cp_link);
+	slot = hash_of(j, home);
+	jb->b_hash_next = j->j_hash[slot];
+	j->j_hash[slot] = jb;
+	return jb;
+}
+
 void jnl_buf_release_if_idle(struct jnl *j, struct jnl_buf *jb)
 {
 	struct jnl_buf **pp;
