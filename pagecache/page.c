@@ -16,6 +16,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -69,12 +70,76 @@ static void clear_bit_wake(struct pc_page *p, unsigned int bit)
 		pc_page_wake(p);
 }
 
+/* ---- the lock order's per-thread count ----------------------------------- */
+
+#ifndef NDEBUG
+static _Thread_local unsigned int tl_page_locks, tl_wb_locks;
+
+void pc_held_page_lock(void)
+{
+	tl_page_locks++;
+}
+
+/* A thread may unlock a page another thread locked (an owner ending a
+ * write, say): never below zero. */
+void pc_held_page_unlock(void)
+{
+	if (tl_page_locks)
+		tl_page_locks--;
+}
+
+unsigned int pc_held_pages(void)
+{
+	return tl_page_locks;
+}
+
+void pc_held_pages_set(unsigned int n)
+{
+	tl_page_locks = n;
+}
+
+void pc_held_wb(int delta)
+{
+	tl_wb_locks = (unsigned int)((int)tl_wb_locks + delta);
+}
+
+unsigned int pc_page_locks_held(void)
+{
+	return tl_page_locks;
+}
+
+unsigned int pc_wb_locks_held(void)
+{
+	return tl_wb_locks;
+}
+#else
+unsigned int pc_page_locks_held(void)
+{
+	return 0;
+}
+
+unsigned int pc_wb_locks_held(void)
+{
+	return 0;
+}
+#endif
+
+void pc_order_violation(const char *why)
+{
+	mlog_err("lock order violated: %s (see \"Lock order\" in docs/DESIGN.md)",
+		 why);
+	abort();
+}
+
 /* ---- the page lock ------------------------------------------------------- */
 
 bool pc_trylock_page(struct pc_page *page)
 {
-	return !(atomic_fetch_or_explicit(&page->flags, PF(PG_locked),
-					  memory_order_acquire) & PF(PG_locked));
+	if (atomic_fetch_or_explicit(&page->flags, PF(PG_locked),
+				     memory_order_acquire) & PF(PG_locked))
+		return false;
+	pc_held_page_lock();
+	return true;
 }
 
 void pc_lock_page(struct pc_page *page)
@@ -85,6 +150,7 @@ void pc_lock_page(struct pc_page *page)
 
 void pc_unlock_page(struct pc_page *page)
 {
+	pc_held_page_unlock();
 	clear_bit_wake(page, PG_locked);
 }
 
@@ -246,7 +312,8 @@ void pc_end_read(struct pc_page *page, int err)
 		SetPageError(page);
 	else
 		SetPageUptodate(page);
-	pc_unlock_page(page);
+	/* The lock was handed to the read: no thread's count holds it. */
+	clear_bit_wake(page, PG_locked);
 }
 
 /* ---- private data -------------------------------------------------------- */

@@ -24,11 +24,18 @@
  * Threads: every call is safe from any thread unless said otherwise.  A
  * lookup of a cached page takes no lock at all.
  *
- * Lock order (outermost first), see pagecache/README.md:
+ * Lock order (outermost first), see pagecache/README.md and the daemon's
+ * whole order in docs/DESIGN.md:
+ *   [a journal handle, the filesystem's own locks] >
  *   mapping writeback lock > page lock (several: in index order) >
  *   mapping index lock > dirty-mapping list lock > LRU lock > pool lock.
  * The owner's operations are called with no cache-internal lock held,
- * but possibly with page locks held as each one documents.
+ * but possibly with page locks held as each one documents.  Writeback
+ * (writepage, writepages) therefore never starts a journal handle nor
+ * waits for a commit: a filesystem allocates blocks when the write
+ * happens (as ext3 does), so writing a page back only maps it.  Debug
+ * builds count the locks each thread holds (pc_page_locks_held) and abort
+ * on a violation, naming the rule.
  *
  * Errors are negative errno values.
  */
@@ -236,6 +243,16 @@ struct pc_wbc {
  *     ends it with pc_end_page_writeback(page, err), or
  *   - declines it: pc_set_page_dirty_default(page) and unlocks it.
  * Pages come sorted by index, so runs of neighbours can become one I/O.
+ * The unlocks happen before writepage(s) returns, in the calling thread.
+ * Writeback runs with the mapping's writeback lock and the page locks
+ * held: it must not start a journal handle, wait for a commit, or call
+ * pc_write_and_wait_range / pc_sync_mapping.  Blocks are allocated when
+ * the write happens (under the filesystem's handle), so writeback only
+ * maps pages to blocks; a page whose writeback would need a transaction
+ * (journalled data not yet journalled) is declined and journalled by the
+ * filesystem later, handle first, then page locks.  Two writeback calls
+ * for one mapping may run at once (a pass and pc_write_range), never for
+ * the same page.
  */
 struct pc_mapping_ops {
 	/* NULL: the page fails with -EIO. */
@@ -352,7 +369,11 @@ void pc_set_page_writeback(struct pc_page *page);
  * Wakes waiters.  Any thread, any context.
  */
 void pc_end_page_writeback(struct pc_page *page, int err);
-/* End a read: uptodate (err 0) or PG_error, then unlock. */
+/*
+ * End a read: uptodate (err 0) or PG_error, then unlock.  The page lock
+ * belongs to the read once the page is handed to readpage(s), so this
+ * unlock counts for no thread in the debug lock-order check.
+ */
 void pc_end_read(struct pc_page *page, int err);
 
 /* Owner's private pointer; the page must be locked. */
@@ -386,6 +407,37 @@ uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
 int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 /* The whole mapping (fsync). */
 int pc_sync_mapping(struct pc_mapping *m);
+
+/*
+ * The two halves of integrity writeback, for a journal commit's ordered
+ * data (jbd2's submit and finish).  pc_write_range starts writeback of
+ * the dirty pages holding bytes [start, end) without taking the mapping's
+ * writeback lock, so it never waits behind another thread's writeback
+ * pass: it walks the cached pages of the range, sleeps on a page lock only
+ * while holding no other (a holder never waits for a commit, by the lock
+ * order), waits for an earlier write of a dirty page before writing it
+ * again, and leaves pages a concurrent pass has already taken to that
+ * pass.  Returns 0 or the owner's first error.  Call it holding no page
+ * lock.  pc_wait_range then waits for all writeback in the range,
+ * including writes other passes started, and returns the mapping's
+ * recorded write error without clearing it (the next fsync still reports
+ * it), or 0.
+ */
+int pc_write_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+
+/* ---- the lock order's debug check ---------------------------------------- */
+
+/*
+ * Debug builds (NDEBUG unset): the page locks the calling thread holds,
+ * and the mapping writeback locks it holds (it is inside a writeback pass
+ * and its owner's writepage(s)).  A lock handed to the owner with a page
+ * (readpage(s), writepage(s)) counts for the thread only until the owner
+ * returns.  Release builds: always 0.  Layers above the cache assert on
+ * these (the journal: no handle starts while either is non-zero).
+ */
+unsigned int pc_page_locks_held(void);
+unsigned int pc_wb_locks_held(void);
 
 /* ---- readahead ------------------------------------------------------------ */
 

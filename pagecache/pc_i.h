@@ -131,6 +131,30 @@ struct pc_mapping {
 };
 
 /* ---- page.c ---- */
+
+/*
+ * The lock order's debug check (see "Lock order" in docs/DESIGN.md).  In
+ * debug builds each thread counts the page locks it holds and the mapping
+ * writeback locks (m->wb_mutex) it holds; a lock handed to the owner with
+ * a page (readpage(s), writepage(s)) leaves the count of the thread that
+ * hands it over, which the caller settles with pc_held_pages_set() once
+ * the owner returns.  Release builds keep no count.
+ */
+#ifndef NDEBUG
+void pc_held_page_lock(void);
+void pc_held_page_unlock(void);
+unsigned int pc_held_pages(void);
+void pc_held_pages_set(unsigned int n);
+void pc_held_wb(int delta);
+#else
+static inline void pc_held_page_lock(void) {}
+static inline void pc_held_page_unlock(void) {}
+static inline unsigned int pc_held_pages(void) { return 0; }
+static inline void pc_held_pages_set(unsigned int n) { (void)n; }
+static inline void pc_held_wb(int delta) { (void)delta; }
+#endif
+/* Abort at once, naming the rule @why broke (debug builds call it). */
+_Noreturn void pc_order_violation(const char *why);
 static inline uint32_t pc_page_id(const struct pc_cache *c,
 				  const struct pc_page *p)
 {

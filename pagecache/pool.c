@@ -268,6 +268,7 @@ static bool reclaim_locked(struct pc_cache *c, struct pc_page *p)
 	atomic_store_explicit(&p->mapping, NULL, memory_order_release);
 	/* Count 0: nobody holds the page, so nobody waits on its lock. */
 	ClearPageLocked(p);
+	pc_held_page_unlock();
 	atomic_fetch_add(&c->evictions, 1);
 	pc_page_free(c, p);
 	return true;
