@@ -91,7 +91,7 @@ struct jnl_tx;
  * the filesystem's inode; the journal owns the fields.
  */
 struct jnl_inode {
-	uint64_t ji_ino;              /* the filesystem's, for write_ordered */
+	uint64_t ji_ino;              /* the filesystem's, for submit_ordered */
 	uint32_t ji_tid;              /* newest transaction listing it */
 	bool ji_listed;               /* ji_tid is valid */
 	bool ji_flushing;             /* a commit is writing its data */
@@ -109,17 +109,37 @@ struct jnl_config {
 	 * Transactions are kept to half of it.
 	 */
 	uint32_t max_pinned;
-	/* Ordered mode: write inode @ji's dirty data home and wait for it.
-	 * Called by the commit thread before the transaction's log blocks. */
-	int (*write_ordered)(void *arg, struct jnl_inode *ji);
+	/*
+	 * Ordered mode, in two halves as jbd2 has them: submit_ordered starts
+	 * writing inode @ji's dirty data home (pc_write_range), then, once
+	 * every inode of the transaction is submitted, wait_ordered waits for
+	 * it (pc_wait_range); either may be NULL.  They run before the
+	 * transaction's log blocks, in whichever thread commits: the commit
+	 * thread, or any thread in jnl_start, jnl_commit_wait, jnl_sync,
+	 * jnl_checkpoint or jnl_close (making room commits and checkpoints).
+	 * So they must not take a lock such a caller may hold; by the lock
+	 * order (docs/DESIGN.md) those callers hold no page lock and no
+	 * mapping writeback lock, and the halves above take neither the
+	 * mapping's writeback lock nor any page lock while sleeping on another.
+	 * An error aborts the journal.
+	 */
+	int (*submit_ordered)(void *arg, struct jnl_inode *ji);
+	int (*wait_ordered)(void *arg, struct jnl_inode *ji);
 	void *arg;
 };
 
 /*
  * A handle: one atomic filesystem operation.  Lives on the caller's stack
- * between jnl_start() and jnl_stop().  Handles never nest, and a thread
- * holding one never waits for a commit (jnl_commit_wait, jnl_sync ...):
- * the commit waits for the handle.
+ * between jnl_start() and jnl_stop(), which one thread calls.  The lock
+ * order (docs/DESIGN.md): a handle is started before any page lock is
+ * taken, so a thread holding a page lock or a mapping's writeback lock
+ * (inside writepage(s)) never starts one; writeback never needs a handle,
+ * since the filesystem allocates blocks when the write happens, as ext3
+ * does.  Handles never nest, and a thread holding one never waits for a
+ * commit (jnl_commit_wait, jnl_sync ...): the commit waits for the
+ * handle.  Debug builds abort at once on any of these, naming the rule.
+ * While a thread holds a handle its page allocations never wait for
+ * writeback that needs the journal (pc_nofs_begin).
  */
 struct jnl_handle {
 	struct jnl *h_journal;

@@ -82,14 +82,33 @@ static void take_ordered(struct jnl_tx *t, struct commit *c)
 			c->ordered[i]->ji_flushing = true;
 }
 
-/* C3, without j_lock: jnl_forget_inode() waits on ji_flushing. */
-static int write_ordered(struct jnl *j, struct commit *c)
+/* Call @fn for every ordered inode; the first error. */
+static int each_ordered(struct jnl *j, struct commit *c,
+			int (*fn)(void *, struct jnl_inode *))
 {
 	int err = 0;
 
-	for (uint32_t i = 0; i < c->nordered && !err; i++)
-		if (c->ordered[i] && j->j_cfg.write_ordered)
-			err = j->j_cfg.write_ordered(j->j_cfg.arg, c->ordered[i]);
+	for (uint32_t i = 0; i < c->nordered && fn; i++) {
+		int rc = c->ordered[i] ? fn(j->j_cfg.arg, c->ordered[i]) : 0;
+
+		err = err ? err : rc;
+	}
+	return err;
+}
+
+/*
+ * C3, without j_lock: jnl_forget_inode() waits on ji_flushing.  Every
+ * inode's data is submitted before any is waited for, so the writes of
+ * all of them are in flight together.  Whatever the submit half returns,
+ * the wait half runs: no write may still be in flight when the commit
+ * gives up.
+ */
+static int write_ordered(struct jnl *j, struct commit *c)
+{
+	int err = each_ordered(j, c, j->j_cfg.submit_ordered);
+	int werr = each_ordered(j, c, j->j_cfg.wait_ordered);
+
+	err = err ? err : werr;
 	pthread_mutex_lock(&j->j_lock);
 	for (uint32_t i = 0; i < c->nordered; i++)
 		if (c->ordered[i])

@@ -3,10 +3,68 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jnl_i.h"
+
+/* ---- the lock order's debug check ---------------------------------------- */
+
+#ifndef NDEBUG
+static _Thread_local unsigned int tl_handles;
+
+static _Noreturn void violation(const char *why, unsigned int n)
+{
+	mlog_err("lock order violated: %s (%u held; see \"Lock order\" in "
+		 "docs/DESIGN.md)", why, n);
+	abort();
+}
+
+void jnl_order_check_start(void)
+{
+	if (tl_handles)
+		violation("jnl_start while this thread holds a handle: handles "
+			  "never nest", tl_handles);
+	if (pc_page_locks_held())
+		violation("jnl_start while holding a page lock: a handle is "
+			  "started before any page lock", pc_page_locks_held());
+	if (pc_wb_locks_held())
+		violation("jnl_start in writeback (a mapping's writeback lock "
+			  "is held): writeback never starts a handle",
+			  pc_wb_locks_held());
+}
+
+void jnl_order_check_wait(const char *what, bool handle_ok)
+{
+	char why[160];
+
+	if (tl_handles && !handle_ok) {
+		snprintf(why, sizeof(why), "%s while holding a handle: the "
+			 "commit waits for the handle", what);
+		violation(why, tl_handles);
+	}
+	if (pc_page_locks_held()) {
+		snprintf(why, sizeof(why), "%s while holding a page lock: the "
+			 "commit's ordered data may need it", what);
+		violation(why, pc_page_locks_held());
+	}
+	if (pc_wb_locks_held()) {
+		snprintf(why, sizeof(why), "%s in writeback (a mapping's "
+			 "writeback lock is held)", what);
+		violation(why, pc_wb_locks_held());
+	}
+}
+
+void jnl_order_handle(int delta)
+{
+	if (delta < 0 && !tl_handles)
+		violation("jnl_stop in a thread that did not start the handle", 0);
+	tl_handles = (unsigned int)((int)tl_handles + delta);
+}
+#endif
+
+/* ---- transactions -------------------------------------------------------- */
 
 static struct jnl_tx *tx_new(struct jnl *j)
 {
@@ -134,6 +192,7 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 {
 	int err;
 
+	jnl_order_check_start();
 	memset(h, 0, sizeof(*h));
 	h->h_journal = j;
 	h->h_credits = credits;
@@ -150,6 +209,8 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 		j->j_stats.handles++;
 	}
 	pthread_mutex_unlock(&j->j_lock);
+	if (!err)
+		jnl_order_handle(1);
 	return err;
 }
 
@@ -166,6 +227,7 @@ int jnl_stop(struct jnl_handle *h)
 		h->h_err = -EIO;
 	pthread_mutex_unlock(&j->j_lock);
 	h->h_tx = NULL;
+	jnl_order_handle(-1);
 	return h->h_err;
 }
 
@@ -317,6 +379,10 @@ static void unlist(struct jnl_tx *t, const struct jnl_inode *ji)
 
 void jnl_forget_inode(struct jnl *j, struct jnl_inode *ji)
 {
+	/* The ordered data being written is a committing transaction's,
+	 * whose handles have all stopped: a handle may wait for it, a page
+	 * lock may not. */
+	jnl_order_check_wait("jnl_forget_inode", true);
 	pthread_mutex_lock(&j->j_lock);
 	/* A commit may be writing its data right now: let it finish. */
 	while (ji->ji_flushing)

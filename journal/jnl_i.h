@@ -146,6 +146,27 @@ int jnl_sync_sb(struct jnl *j);
 /* Write the oldest committed transaction home; 0 when there was none
  * left, 1 when one was done, or -errno. */
 int jnl_checkpoint_one(struct jnl *j);
+/*
+ * The lock order's debug check (docs/DESIGN.md, "Lock order"): each thread
+ * counts the handles it holds; jnl_start and every wait for a commit check
+ * that count and the page cache's (pc_page_locks_held, pc_wb_locks_held)
+ * and abort at once, naming the rule, on a violation.  Release builds keep
+ * no count and check nothing.
+ */
+#ifndef NDEBUG
+void jnl_order_check_start(void);
+void jnl_order_check_wait(const char *what, bool handle_ok);
+void jnl_order_handle(int delta);
+#else
+static inline void jnl_order_check_start(void) {}
+static inline void jnl_order_check_wait(const char *what, bool handle_ok)
+{
+	(void)what;
+	(void)handle_ok;
+}
+static inline void jnl_order_handle(int delta) { (void)delta; }
+#endif
+
 /* Wake the commit thread for @tid and wait for it (j_lock held). */
 int jnl_wait_commit_locked(struct jnl *j, uint32_t tid);
 void jnl_abort(struct jnl *j, int err, const char *what);

@@ -218,7 +218,7 @@ static void test_ordered(void)
 	size_t commit_at = 0;
 
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
-	t.cfg.write_ordered = write_ordered;
+	t.cfg.submit_ordered = write_ordered;
 	t.cfg.arg = &o;
 	bdev_mem_record(t.bd, true);
 	tj_open(&t);
