@@ -209,8 +209,12 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 		j->j_stats.handles++;
 	}
 	pthread_mutex_unlock(&j->j_lock);
-	if (!err)
+	if (!err) {
 		jnl_order_handle(1);
+		/* A page this thread allocates until jnl_stop must not wait
+		 * for writeback that only a later transaction can do. */
+		pc_nofs_begin();
+	}
 	return err;
 }
 
@@ -228,6 +232,7 @@ int jnl_stop(struct jnl_handle *h)
 	pthread_mutex_unlock(&j->j_lock);
 	h->h_tx = NULL;
 	jnl_order_handle(-1);
+	pc_nofs_end();
 	return h->h_err;
 }
 

@@ -92,6 +92,23 @@ void pc_mapping_destroy(struct pc_mapping *m)
 	free(m);
 }
 
+int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags)
+{
+	int err = 0;
+
+	if (flags & ~PC_MAPPING_WB_NEEDS_TX)
+		return -EINVAL;
+	/* The cache counts the dirty pages of such mappings as they turn
+	 * dirty and clean: the flag may change only while there are none. */
+	pthread_mutex_lock(&m->lock);
+	if (atomic_load(&m->nr_dirty))
+		err = -EBUSY;
+	else
+		atomic_store(&m->flags, flags);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
 void *pc_mapping_ctx(const struct pc_mapping *m)
 {
 	return m->ctx;

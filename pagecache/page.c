@@ -264,6 +264,11 @@ int pc_set_page_dirty_default(struct pc_page *page)
 /* A dirty page became clean without being written (or before it is). */
 void pc_account_clean(struct pc_mapping *m)
 {
+	/* Read before the count drops: the flag changes only at zero. */
+	bool tx = atomic_load(&m->flags) & PC_MAPPING_WB_NEEDS_TX;
+
+	if (tx)
+		atomic_fetch_sub(&m->cache->nr_dirty_tx, 1);
 	atomic_fetch_sub(&m->nr_dirty, 1);
 	atomic_fetch_sub(&m->cache->nr_dirty, 1);
 }

@@ -301,6 +301,18 @@ int pc_mapping_create(struct pc_cache *c, const struct pc_mapping_ops *ops,
  * other thread may use the mapping during or after the call.
  */
 void pc_mapping_destroy(struct pc_mapping *m);
+/*
+ * Mapping flags.  PC_MAPPING_WB_NEEDS_TX: the owner's writeback cannot
+ * clean this mapping's dirty pages without a transaction of its own (a
+ * journalled file's pages awaiting journalling, PG_fs_misc); its
+ * writepages declines them until the filesystem journals them.  The
+ * cache then knows that waiting for writeback cannot free those pages
+ * for a thread inside a transaction (pc_nofs_begin).
+ */
+#define PC_MAPPING_WB_NEEDS_TX 0x1u
+/* Set the mapping's flags; -EBUSY while it has dirty pages, -EINVAL for
+ * an unknown flag. */
+int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags);
 void *pc_mapping_ctx(const struct pc_mapping *m);
 struct pc_cache *pc_mapping_cache(const struct pc_mapping *m);
 uint64_t pc_mapping_nrpages(const struct pc_mapping *m);
@@ -425,6 +437,20 @@ int pc_sync_mapping(struct pc_mapping *m);
  */
 int pc_write_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+
+/*
+ * The calling thread enters (leaves) a filesystem transaction: it holds a
+ * journal handle, which a commit waits for.  Scopes nest.  Inside one,
+ * an allocation that finds no page to reclaim takes one from the cache's
+ * reserve (the pages otherwise kept for the flusher) before it would wait
+ * for writeback; if the reserve is empty and no writeback can help
+ * without the transaction ending (every dirty page belongs to a
+ * PC_MAPPING_WB_NEEDS_TX mapping and nothing is in flight), it fails at
+ * once with -ENOMEM instead of waiting.  jnl_start and jnl_stop call
+ * these (the kernel's memalloc_nofs_save, which jbd2 sets per handle).
+ */
+void pc_nofs_begin(void);
+void pc_nofs_end(void);
 
 /* ---- the lock order's debug check ---------------------------------------- */
 

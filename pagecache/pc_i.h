@@ -83,6 +83,7 @@ struct pc_cache {
 
 	struct pc_stripe stripes[PC_STRIPES];
 	_Atomic uint64_t nr_pages, nr_dirty, nr_writeback;
+	_Atomic uint64_t nr_dirty_tx;   /* of PC_MAPPING_WB_NEEDS_TX mappings */
 	_Atomic uint64_t written, evictions, ra_pages, alloc_waits;
 	_Atomic uint64_t region_bytes, index_bytes, passes;
 	_Atomic uint32_t nr_mappings, nr_regions;
@@ -122,6 +123,7 @@ struct pc_mapping {
 	bool dq_lost;                          /* an index could not be queued */
 
 	pthread_mutex_t wb_mutex;
+	_Atomic unsigned int flags;            /* PC_MAPPING_* */
 
 	/* under c->wb_lock */
 	struct pc_mapping *dnext, *dprev;

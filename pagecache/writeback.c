@@ -98,6 +98,8 @@ void pc_dirty_queue(struct pc_mapping *m, uint64_t index)
 		m->dq[m->dq_len++] = index;
 	else
 		m->dq_lost = true;
+	if (atomic_load(&m->flags) & PC_MAPPING_WB_NEEDS_TX)
+		atomic_fetch_add(&m->cache->nr_dirty_tx, 1);
 	first = atomic_fetch_add(&m->nr_dirty, 1) == 0;
 	pthread_mutex_unlock(&m->lock);
 	if (first)
