@@ -49,8 +49,16 @@ int jnl_log_write(const struct jnl_geom *g, const struct jnl_tx_io *io,
  * COMMITTING its log blocks and commit block are written (jnl_log.c);
  * COMMITTED  on the checkpoint list until all its buffers are home.
  *
- * Lock order: j_cp_mutex, then j_sb_mutex, then j_lock.  The page cache's
- * locks are never held when taking any of them.
+ * Lock order: j_cp_mutex, then j_sb_mutex, then j_lock; the daemon's
+ * whole order is in docs/DESIGN.md ("Lock order").  A handle comes before
+ * all of them.  j_cp_mutex and j_sb_mutex are taken only by threads that
+ * hold no page lock and no mapping writeback lock (jnl_start, commit
+ * waits, the commit thread), and a commit run under them takes page locks
+ * for ordered data (pc_write_range), so they come before page locks.
+ * j_lock may be taken holding page locks; it is never held while sleeping
+ * on a page or on I/O, and under it the journal only puts page references
+ * (which may reach the cache's pool lock).  Ordered data is written
+ * without j_lock and without any mapping's writeback lock.
  */
 enum jnl_tx_state {
 	TX_RUNNING,

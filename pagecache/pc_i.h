@@ -2,18 +2,26 @@
  * pc_i.h - the page cache's private structures, shared by its files.
  *
  * Lock order (outermost first; never take an earlier one while holding a
- * later one):
- *   1. m->wb_mutex     one writeback pass per mapping at a time
+ * later one).  The daemon's whole order is in docs/DESIGN.md ("Lock
+ * order"): a journal handle and the journal's checkpoint and superblock
+ * mutexes come before all of these, the journal's j_lock between page
+ * locks and m->lock.
+ *   1. m->wb_mutex     one writeback pass per mapping at a time; its
+ *                      owner's writepage(s) never starts a handle
  *   2. page lock       PG_locked; several only in increasing index order
  *   3. m->lock         the mapping's index (writers) and dirty queue
  *   4. c->wb_lock      the list of dirty mappings, flusher state
  *   5. c->lru_lock     the two LRU lists, PG_lru/PG_active, clearing
  *                      page->mapping
  *   6. c->pool_lock    the free list
+ * c->pass_mutex (one background pass) is taken before 1, and also by an
+ * allocation holding page locks: a background pass only tries 1 and 2.
+ * pc_write_range (a journal commit's ordered data) takes 2 without 1.
  * Lookups of the index take none of them (see index.c).  No lock is held
  * while calling the owner's operations except the page locks they expect
  * and, for writepages, m->wb_mutex.  Nothing allocates a page while
  * holding m->lock, c->lru_lock or c->pool_lock (reclaim takes them).
+ * Debug builds count 1 and 2 per thread (pc_held_*) for the checks.
  */
 #ifndef MISCFS_PC_I_H
 #define MISCFS_PC_I_H
