@@ -440,14 +440,14 @@ int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 
 /*
  * The calling thread enters (leaves) a filesystem transaction: it holds a
- * journal handle, which a commit waits for.  Scopes nest.  Inside one,
- * an allocation that finds no page to reclaim takes one from the cache's
- * reserve (the pages otherwise kept for the flusher) before it would wait
- * for writeback; if the reserve is empty and no writeback can help
- * without the transaction ending (every dirty page belongs to a
- * PC_MAPPING_WB_NEEDS_TX mapping and nothing is in flight), it fails at
- * once with -ENOMEM instead of waiting.  jnl_start and jnl_stop call
- * these (the kernel's memalloc_nofs_save, which jbd2 sets per handle).
+ * journal handle, which a commit waits for.  Scopes nest.  Inside one, an
+ * allocation that finds no page to reclaim waits for writeback only while
+ * writeback can free one without the transaction ending (writes are in
+ * flight, or dirty pages of mappings without PC_MAPPING_WB_NEEDS_TX
+ * exist); otherwise it takes a page of the cache's reserve (the pages
+ * otherwise kept for the flusher) or, that empty too, fails at once with
+ * -ENOMEM.  jnl_start and jnl_stop call these (as jbd2 sets the kernel's
+ * memalloc_nofs_save per handle).
  */
 void pc_nofs_begin(void);
 void pc_nofs_end(void);

@@ -165,8 +165,9 @@ void pc_nofs_end(void)
 
 /*
  * The flusher may use the last few free pages, so that writeback can
- * always make progress; so may a thread inside a transaction (@reserve),
- * which must not wait for writeback that needs that transaction to end.
+ * always make progress; so may a thread inside a transaction (@reserve)
+ * when only the end of a transaction can free a page: it must not wait
+ * for that.
  */
 static struct pc_page *pool_pop(struct pc_cache *c, bool reserve)
 {
@@ -378,15 +379,6 @@ static bool wait_for_room(struct pc_cache *c, uint64_t *seen, unsigned int *idle
 	return false;
 }
 
-/*
- * A thread inside a transaction found nothing to reclaim: the reserve.
- * Returns NULL when that is empty too.
- */
-static struct pc_page *nofs_page(struct pc_cache *c)
-{
-	return pool_pop(c, true);
-}
-
 /* Can writeback free a page without a transaction ending?  Dirty pages of
  * PC_MAPPING_WB_NEEDS_TX mappings cannot be written until their owner
  * journals them; writes in flight and other dirty pages can. */
@@ -425,12 +417,12 @@ struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 		}
 		if (mode == PC_ALLOC_NOWAIT)
 			return NULL;
-		if (tl_nofs && (p = nofs_page(c))) {
+		if (tl_nofs && !writeback_can_help(c)) {
+			if (!(p = pool_pop(c, true)))
+				return nofs_fail(c);
 			prep_new_page(p);
 			return p;
 		}
-		if (tl_nofs && !writeback_can_help(c))
-			return nofs_fail(c);
 		if (!waited) {
 			waited = true;
 			atomic_fetch_add(&c->alloc_waits, 1);
