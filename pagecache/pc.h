@@ -506,7 +506,10 @@ int pc_read_page_ra(struct pc_mapping *m, struct pc_ra_state *ra,
  * size, which must equal the cache's).  Returns 0 with *block set,
  * PC_BLOCK_HOLE (reads: the page is zero-filled; writes: nothing is
  * written and the page counts as clean), or -errno (the page fails).
- * @write is true when called for writeback (an owner may allocate then).
+ * @write is true when called for writeback.  It runs under page locks and
+ * the mapping's writeback lock, so it must not start a journal handle:
+ * the filesystem allocates a page's block when the page is written to,
+ * as ext3 does, and here only looks it up.
  */
 typedef int (*pc_block_map_fn)(void *ctx, struct pc_mapping *m,
 			       uint64_t index, bool write, uint64_t *block);
