@@ -16,6 +16,13 @@
 
 #define BS 4096u
 
+/* Release builds keep no lock counts. */
+#ifdef NDEBUG
+static const bool counting = false;
+#else
+static const bool counting = true;
+#endif
+
 /* An owner whose writes of page 0 stay in flight until released. */
 static struct {
 	struct t_env e;
@@ -141,7 +148,7 @@ static void test_write_range(void)
 	while (!S.in_pass)
 		pthread_cond_wait(&S.cond, &S.lock);
 	pthread_mutex_unlock(&S.lock);
-	t_eq(atomic_load(&S.wb_seen), 1);
+	t_eq(atomic_load(&S.wb_seen), counting);
 
 	/* The pass holds the mapping's writeback lock; this must not wait. */
 	t_ok(pc_write_range(m, 10 * BS, 12 * BS));
@@ -221,13 +228,10 @@ static void test_counts(void)
 int main(void)
 {
 	alarm(30);              /* a hang fails rather than stalls */
-#ifdef NDEBUG
-	printf("skip: a release build keeps no lock counts\n");
 	test_write_range();
+	if (counting)
+		test_counts();
+	else
+		printf("skip: a release build keeps no lock counts\n");
 	return 0;
-#else
-	test_write_range();
-	test_counts();
-	return 0;
-#endif
 }
