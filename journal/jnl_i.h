@@ -108,7 +108,8 @@ struct jnl {
 	uint32_t j_max_tx;               /* credits per transaction */
 	uint32_t j_loglen;               /* s_maxlen - s_first */
 
-	pthread_mutex_t j_lock;          /* everything below */
+	pthread_mutex_t j_lock;          /* everything below; after page
+	                                    locks, before the cache's own */
 	pthread_cond_t j_wait_updates;   /* a handle stopped */
 	pthread_cond_t j_wait_commit;    /* the commit thread has work */
 	pthread_cond_t j_wait_done;      /* a commit or checkpoint finished */
@@ -129,7 +130,8 @@ struct jnl {
 	uint32_t j_nbufs;                /* buffers, i.e. pages pinned */
 	struct jnl_stats j_stats;
 
-	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time */
+	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time;
+	                                    before page locks */
 	pthread_mutex_t j_sb_mutex;      /* one superblock writer at a time */
 	pthread_t j_thread;
 };

@@ -79,14 +79,14 @@ struct pc_cache {
 	void *arena_map;                /* the mmap holding it */
 	size_t arena_len;
 
-	pthread_mutex_t pool_lock;
+	pthread_mutex_t pool_lock;      /* order 6: innermost */
 	pthread_cond_t pool_cond;       /* progress, for waiting allocations */
 	uint32_t free_head;
 	uint32_t nr_free;
 	_Atomic uint64_t progress;      /* frees + writeback completions */
 	_Atomic uint32_t alloc_waiters;
 
-	pthread_mutex_t lru_lock;
+	pthread_mutex_t lru_lock;       /* order 5 */
 	struct pc_list active, inactive;
 
 	struct pc_stripe stripes[PC_STRIPES];
@@ -96,14 +96,14 @@ struct pc_cache {
 	_Atomic uint64_t region_bytes, index_bytes, passes;
 	_Atomic uint32_t nr_mappings, nr_regions;
 
-	pthread_mutex_t wb_lock;
+	pthread_mutex_t wb_lock;        /* order 4 */
 	pthread_cond_t wb_cond;         /* wakes the flusher */
 	pthread_cond_t wb_done;         /* a pass ended, a mapping let go */
 	struct pc_mapping *dirty_head, *dirty_tail;
 	bool wb_kick, wb_stop, has_flusher;
 	_Atomic bool kicked;            /* a kick is pending (cheap check) */
 	uint64_t pass_started, pass_done;
-	pthread_mutex_t pass_mutex;     /* one pass at a time */
+	pthread_mutex_t pass_mutex;     /* one pass at a time; before 1 */
 	pthread_t flusher;
 };
 
@@ -118,7 +118,7 @@ struct pc_mapping {
 	const struct pc_mapping_ops *ops;
 	void *ctx;
 
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;                  /* order 3 */
 	_Atomic uint32_t seq;                  /* odd while chains move */
 	_Atomic uint32_t order;                /* PC_SEG0 << order buckets */
 	_Atomic uint32_t *_Atomic seg[PC_NSEGS];
@@ -130,7 +130,9 @@ struct pc_mapping {
 	size_t dq_len, dq_cap;
 	bool dq_lost;                          /* an index could not be queued */
 
-	pthread_mutex_t wb_mutex;
+	pthread_mutex_t wb_mutex;              /* order 1: after any journal
+	                                          handle; never held when one
+	                                          starts */
 	_Atomic unsigned int flags;            /* PC_MAPPING_* */
 
 	/* under c->wb_lock */
