@@ -241,10 +241,13 @@ static const struct pc_mapping_ops file_ops = {
 	.writepages = map_writepages,
 };
 
+static pthread_t submitter;      /* the thread that ran the commit */
+
 static int submit_ordered(void *arg, struct jnl_inode *ji)
 {
 	struct file *f = arg;
 
+	submitter = pthread_self();
 	return pc_write_range(f->m, 0, UINT64_MAX);
 }
 
@@ -342,7 +345,8 @@ static void test_ordered(void)
 	pthread_mutex_unlock(&H.lock);
 	/* The next write's handle does not fit: it commits the full one. */
 	t_ok(jnl_start(t.j, 1, &h));
-	t_assert(h.h_tid != 0, "a new transaction");
+	t_assert(pthread_equal(submitter, pthread_self()),
+		 "the commit ran in the writer's jnl_start");
 	t_ok(jnl_stop(&h));
 	pthread_join(th, NULL);
 
