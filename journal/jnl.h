@@ -171,9 +171,16 @@ int jnl_dirty(struct jnl_handle *h, uint64_t home);
  * write access and dirty in one. */
 int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
 /*
- * Block @home was freed: recovery must not replay older copies of it, and
- * no pending copy of it is written home.  The filesystem must not reuse the
- * block before the handle's transaction has committed.
+ * Block @home was freed: recovery replays no copy of it logged by this
+ * transaction or an earlier one, and no pending copy of it is written home
+ * (a checkpoint write already under way is waited for).
+ *
+ * The block may be journalled again at once, by this transaction or a
+ * later one: a block the transaction dirties after its revoke is logged
+ * and not revoked, and its new copy is the one recovery replays.  Written
+ * home without the journal (as file data), it must wait until this
+ * transaction has committed, or a crash would give the old owner the new
+ * owner's bytes.
  */
 int jnl_revoke(struct jnl_handle *h, uint64_t home);
 /* Ordered mode: @ji's data goes home before this transaction commits. */
