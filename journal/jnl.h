@@ -176,11 +176,12 @@ int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
  * (a checkpoint write already under way is waited for).
  *
  * The block may be journalled again at once, by this transaction or a
- * later one: a block the transaction dirties after its revoke is logged
- * and not revoked, and its new copy is the one recovery replays.  Written
- * home without the journal (as file data), it must wait until this
- * transaction has committed, or a crash would give the old owner the new
- * owner's bytes.
+ * later one, through its old page or another (a freed metadata block may
+ * come back as another mapping's data): a block the transaction dirties
+ * after its revoke is logged and not revoked, and its new copy is the one
+ * recovery replays.  Written home without the journal (as file data), it
+ * must wait until this transaction has committed, or a crash would give
+ * the old owner the new owner's bytes.
  */
 int jnl_revoke(struct jnl_handle *h, uint64_t home);
 /* Ordered mode: @ji's data goes home before this transaction commits. */

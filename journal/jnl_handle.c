@@ -177,6 +177,23 @@ static int handle_error(struct jnl_handle *h, int err)
 	return err;
 }
 
+/*
+ * A freed block may come back through another page (as another mapping's
+ * data, say) while an older transaction still commits its old copy.  That
+ * commit writes from its snapshot, and the revoke keeps the copy from its
+ * home, so the buffer needs the old page no more: it takes the new one
+ * (j_lock held).  Any other second page for one block is a caller bug.
+ */
+static bool take_page(struct jnl_buf *jb, struct pc_page *pg)
+{
+	if (jb->b_tx || jb->b_cp_tx || !jb->b_revoked)
+		return false;
+	pc_get_page(pg);
+	pc_put_page(jb->b_page);
+	jb->b_page = pg;
+	return true;
+}
+
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 {
 	struct jnl *j = h->h_journal;
@@ -189,7 +206,7 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	jb = jnl_buf_get(j, pg, home);
 	if (!jb)
 		err = -ENOMEM;
-	else if (jb->b_page != pg)
+	else if (jb->b_page != pg && !take_page(jb, pg))
 		err = -EINVAL;       /* two pages for one block: a caller bug */
 	else if (jb->b_tx != h->h_tx && h->h_used >= h->h_credits)
 		err = -ENOSPC;

@@ -316,6 +316,99 @@ static void test_revoke_waits_for_checkpoint(void)
 	printf("ok: a revoke waits for the checkpoint write of its block\n");
 }
 
+/*
+ * The freed block comes back through another page (file data of another
+ * mapping, say) while the transaction that logged its old copy is still
+ * being written: the revoked buffer waits only for that commit, so the
+ * new page takes its place.
+ */
+struct committer {
+	struct jnl *j;
+	uint32_t tid;
+	int err;
+};
+
+static void *commit_thread(void *arg)
+{
+	struct committer *c = arg;
+
+	c->err = jnl_commit_wait(c->j, c->tid);
+	return NULL;
+}
+
+static void hold_wait(struct hold_dev *d)
+{
+	pthread_mutex_lock(&d->lock);
+	while (!d->holding)
+		pthread_cond_wait(&d->cond, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void hold_release(struct hold_dev *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->released = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void test_reuse_other_page(void)
+{
+	struct tj t;
+	struct hold_dev d;
+	struct committer c = { 0 };
+	struct pc_mapping *file;
+	struct pc_page *pg;
+	struct jnl_handle h;
+	pthread_t th;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	bdev_mem_record(t.bd, true);
+	hold_init(&d, t.bd);
+	t_ok(pc_mapping_create(t.cache, &pc_identity_ops, t.bd, &file));
+	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, X, 1);
+	t_ok(jnl_stop(&h));
+	d.off = t.map[1] * BS;                    /* its first log block */
+	d.armed = true;
+	c = (struct committer){ t.j, h.h_tid, 0 };
+	t_ok(-pthread_create(&th, NULL, commit_thread, &c));
+	hold_wait(&d);
+	t_ok(jnl_start(t.j, 2, &h));
+	t_ok(jnl_revoke(&h, X));
+	t_ok(pc_read_cache_page(file, X, &pg));
+	t_assert(pg != NULL, "a page");
+	t_ok(jnl_get_write_access(&h, pg, X));
+	pc_lock_page(pg);
+	tj_fill(pg->data, BS, X, 5);
+	pc_unlock_page(pg);
+	t_ok(jnl_dirty(&h, X));
+	pc_put_page(pg);
+	t_ok(jnl_stop(&h));
+	hold_release(&d);
+	pthread_join(th, NULL);
+	t_ok(c.err);
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	{
+		struct jnl_recovery info;
+		struct bdev *img = crash_now(&t, &info);
+
+		t_assert(tj_holds(img, BS, X, 5), "block %u holds %lu after a crash",
+			 X, (unsigned long)tj_stamp_of(img, BS, X));
+		bdev_close(img);
+	}
+	tj_close(&t);
+	t_assert(tj_holds(t.bd, BS, X, 5), "block %u holds %lu after close", X,
+		 (unsigned long)tj_stamp_of(t.bd, BS, X));
+	pc_mapping_destroy(file);
+	tj_teardown(&t);
+	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.lock);
+	printf("ok: a freed block reused through another page while its old "
+	       "copy commits\n");
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
@@ -324,5 +417,6 @@ int main(void)
 	test_reuse_then_free();
 	test_reuse_later_tx();
 	test_revoke_waits_for_checkpoint();
+	test_reuse_other_page();
 	return 0;
 }
