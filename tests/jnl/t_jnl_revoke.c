@@ -231,6 +231,22 @@ static void hold_init(struct hold_dev *d, struct bdev *inner)
 	pthread_cond_init(&d->cond, NULL);
 }
 
+static void hold_wait(struct hold_dev *d)
+{
+	pthread_mutex_lock(&d->lock);
+	while (!d->holding)
+		pthread_cond_wait(&d->cond, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void hold_release(struct hold_dev *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->released = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
 struct revoker {
 	struct jnl *j;
 	int err;
@@ -292,19 +308,13 @@ static void test_revoke_waits_for_checkpoint(void)
 	d.armed = true;
 	pthread_mutex_unlock(&d.lock);
 	t_ok(-pthread_create(&cp, NULL, checkpoint_thread, t.j));
-	pthread_mutex_lock(&d.lock);
-	while (!d.holding)
-		pthread_cond_wait(&d.cond, &d.lock);
-	pthread_mutex_unlock(&d.lock);
+	hold_wait(&d);
 	/* The checkpoint's write of X is in flight: X is freed now. */
 	t_ok(-pthread_create(&rv, NULL, revoke_thread, &r));
 	nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
 	t_assert(!revoker_done(&r), "jnl_revoke returned while the checkpoint "
 		 "write of the freed block was still in flight");
-	pthread_mutex_lock(&d.lock);
-	d.released = true;
-	pthread_cond_broadcast(&d.cond);
-	pthread_mutex_unlock(&d.lock);
+	hold_release(&d);
 	pthread_join(rv, NULL);
 	pthread_join(cp, &cp_ret);
 	t_ok(r.err);
@@ -336,22 +346,6 @@ static void *commit_thread(void *arg)
 	return NULL;
 }
 
-static void hold_wait(struct hold_dev *d)
-{
-	pthread_mutex_lock(&d->lock);
-	while (!d->holding)
-		pthread_cond_wait(&d->cond, &d->lock);
-	pthread_mutex_unlock(&d->lock);
-}
-
-static void hold_release(struct hold_dev *d)
-{
-	pthread_mutex_lock(&d->lock);
-	d->released = true;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-}
-
 static void test_reuse_other_page(void)
 {
 	struct tj t;
@@ -370,8 +364,10 @@ static void test_reuse_other_page(void)
 	t_ok(jnl_start(t.j, 1, &h));
 	tj_write(&t, &h, X, 1);
 	t_ok(jnl_stop(&h));
+	pthread_mutex_lock(&d.lock);
 	d.off = t.map[1] * BS;                    /* its first log block */
 	d.armed = true;
+	pthread_mutex_unlock(&d.lock);
 	c = (struct committer){ t.j, h.h_tid, 0 };
 	t_ok(-pthread_create(&th, NULL, commit_thread, &c));
 	hold_wait(&d);
