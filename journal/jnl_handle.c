@@ -46,7 +46,9 @@ static int grow_array(void **arr, uint32_t *cap, uint32_t n, size_t elem)
 	return 0;
 }
 
-/* Log blocks not promised to anyone. */
+/* Log blocks not promised to anyone.  One block always stays free, so a
+ * full log (head on tail) never reads as an empty one; reservations are
+ * worst cases, so this is the second guard, not the only one. */
 static uint32_t log_free(const struct jnl *j)
 {
 	uint32_t used = jnl_log_used(j) + j->j_reserved + 1;

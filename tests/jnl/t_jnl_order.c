@@ -179,7 +179,7 @@ static int write_ordered(void *arg, struct jnl_inode *ji)
 static void test_async_ordered_flush(void)
 {
 	struct tj t;
-	struct ordered_ctx o = { .t = &t };
+	struct ordered_ctx o = { .t = &t, .data_at = NONE };
 	struct jnl_inode ji = { .ji_ino = 500 };
 	struct jnl_handle h;
 	size_t from, to, first_log = NONE;
@@ -195,6 +195,7 @@ static void test_async_ordered_flush(void)
 	t_ok(jnl_stop(&h));
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
 	to = bdev_mem_log_count(t.bd);
+	t_assert(o.data_at != NONE, "the ordered data was written");
 	for (size_t i = o.data_at + 1; i < to && first_log == NONE; i++) {
 		struct entry_kind k = classify(bdev_mem_log(t.bd, i), h.h_tid);
 
