@@ -172,8 +172,10 @@ int jnl_dirty(struct jnl_handle *h, uint64_t home);
 int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
 /*
  * Block @home was freed: recovery replays no copy of it logged by this
- * transaction or an earlier one, and no pending copy of it is written home
- * (a checkpoint write already under way is waited for).
+ * transaction or an earlier one, and once this transaction has committed
+ * no older copy of it is written home.  Until then a crash undoes the
+ * free, so the last committed copy stays in the log or goes home.  A
+ * checkpoint write of the block already under way is waited for.
  *
  * The block may be journalled again at once, by this transaction or a
  * later one, through its old page or another (a freed metadata block may

@@ -177,11 +177,9 @@ static void file_checkpoint(struct jnl *j, struct jnl_tx *t, struct commit *c)
 		struct jnl_buf *jb = c->bufs[i];
 
 		jb->b_committing = false;
-		if (jb->b_revoked) {
-			jb->b_revoked = false;
-			jnl_buf_release_if_idle(j, jb);
-			continue;
-		}
+		/* A copy logged after the block's free is its new owner's. */
+		if (jb->b_freed && !jnl_tid_before(t->t_tid, jb->b_freed_tid))
+			jb->b_freed = false;
 		if (jb->b_cp_tx)
 			ut_list_del(&jb->b_cp_link);
 		jb->b_cp_tx = t;

@@ -181,14 +181,15 @@ static int handle_error(struct jnl_handle *h, int err)
 
 /*
  * A freed block may come back through another page (as another mapping's
- * data, say) while an older transaction still commits its old copy.  That
- * commit writes from its snapshot, and the revoke keeps the copy from its
- * home, so the buffer needs the old page no more: it takes the new one
- * (j_lock held).  Any other second page for one block is a caller bug.
+ * data, say) while older transactions still hold its old copy.  A commit
+ * writes from its snapshot, and a checkpoint never writes a freed block
+ * from its page (K4 of jnl_checkpoint.c), so the buffer needs the old page
+ * no more: it takes the new one (j_lock held).  Any other second page for
+ * one block is a caller bug.
  */
 static bool take_page(struct jnl_buf *jb, struct pc_page *pg)
 {
-	if (jb->b_tx || jb->b_cp_tx || !jb->b_revoked)
+	if (jb->b_tx || !jb->b_freed)
 		return false;
 	pc_get_page(pg);
 	pc_put_page(jb->b_page);
@@ -259,20 +260,20 @@ static int add_revoke(struct jnl_tx *t, uint64_t home)
 	return err;
 }
 
-/* No copy of a freed block may be written home any more. */
-static void forget_buf(struct jnl *j, struct jnl_buf *jb)
+/*
+ * Block freed by transaction @tid: that transaction no longer logs it.
+ * Older copies stay where they are until the free has committed, since a
+ * crash before that undoes the free (K4 of jnl_checkpoint.c).
+ */
+static void forget_buf(struct jnl *j, struct jnl_buf *jb, uint32_t tid)
 {
 	if (jb->b_tx) {
 		ut_list_del(&jb->b_tx_link);
 		jb->b_tx->t_nbufs--;
 		jb->b_tx = NULL;
 	}
-	if (jb->b_cp_tx) {
-		ut_list_del(&jb->b_cp_link);
-		jb->b_cp_tx = NULL;
-	}
-	if (jb->b_committing)
-		jb->b_revoked = true;
+	jb->b_freed = true;
+	jb->b_freed_tid = tid;
 	jnl_buf_release_if_idle(j, jb);
 }
 
@@ -299,7 +300,7 @@ int jnl_revoke(struct jnl_handle *h, uint64_t home)
 		while ((jb = jnl_buf_find(j, home)) && jb->b_cp_busy)
 			pthread_cond_wait(&j->j_wait_done, &j->j_lock);
 		if (jb)
-			forget_buf(j, jb);
+			forget_buf(j, jb, h->h_tid);
 	}
 	pthread_mutex_unlock(&j->j_lock);
 	return err ? handle_error(h, err) : 0;

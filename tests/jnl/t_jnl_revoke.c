@@ -5,6 +5,7 @@
  * before it, and a revoke waits for a checkpoint write of the block that
  * is already on its way home.
  */
+#include <endian.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -405,6 +406,134 @@ static void test_reuse_other_page(void)
 	       "copy commits\n");
 }
 
+/* ---- the old copy lives until the revoke commits --------------------------
+ *
+ * Until the transaction that frees a block has committed, a crash undoes
+ * the free, so the block's last committed content must survive: in the
+ * log, or at home.  Checked at every crash point (every prefix of the
+ * device's write log) from @from until the revoking transaction @tid is
+ * durable.
+ */
+static size_t durable_at(struct bdev *bd, size_t from, uint32_t tid)
+{
+	size_t n = bdev_mem_log_count(bd), commit = SIZE_MAX;
+
+	for (size_t i = from; i < n; i++) {
+		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
+
+		if (e->flush && commit != SIZE_MAX)
+			return i + 1;
+		for (size_t off = 0; !e->flush && off < e->len; off += BS) {
+			const uint32_t *w = (const void *)((const char *)e->data + off);
+
+			if (e->off + off >= (uint64_t)JSTART * BS &&
+			    le32toh(w[0]) == JNL_MAGIC && le32toh(w[1]) == JNL_BT_COMMIT &&
+			    le32toh(w[2]) == tid)
+				commit = i;
+		}
+	}
+	t_fail("transaction %u never became durable", tid);
+}
+
+static void check_until_durable(struct tj *t, size_t from, uint32_t tid,
+				uint64_t stamp)
+{
+	size_t until = durable_at(t->bd, from, tid);
+
+	for (size_t p = from; p < until; p++) {
+		struct jnl_recovery info;
+		struct bdev *img;
+
+		t_ok(bdev_mem_crash_image(t->bd, p, BDEV_CUT_LOSE_ALL, 0, &img));
+		t_ok(jnl_recover(img, t->map, t->nblocks, 0, &info));
+		t_assert(tj_holds(img, BS, X, stamp), "a crash after %zu writes, "
+			 "before the revoke of transaction %u is durable (%zu): block "
+			 "%u holds %lu, not its committed %lu (%s)", p, tid, until, X,
+			 (unsigned long)tj_stamp_of(img, BS, X), (unsigned long)stamp,
+			 info.end);
+		bdev_close(img);
+	}
+}
+
+/*
+ * The log fills while a revoke waits in the running transaction: making
+ * room writes the oldest transaction, which logged the freed block, home.
+ */
+static void test_free_then_checkpoint(void)
+{
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_stats st;
+	size_t from;
+	uint32_t tid;
+
+	setup(&t);
+	commit_xy(&t, 1);
+	for (;;) {
+		jnl_get_stats(t.j, &st);
+		if (st.log_used + 64 + 4 >= st.log_size - 1)
+			break;
+		t_ok(jnl_start(t.j, 61, &h));
+		for (uint64_t b = 0; b < 61; b++)
+			tj_write(&t, &h, 400 + b, 2);
+		t_ok(jnl_stop(&h));
+		t_ok(jnl_commit_wait(t.j, h.h_tid));
+	}
+	from = bdev_mem_log_count(t.bd);
+	t_ok(jnl_start(t.j, 1, &h));
+	t_ok(jnl_revoke(&h, X));
+	t_ok(jnl_stop(&h));
+	tid = h.h_tid;
+	t_ok(jnl_start(t.j, 200, &h));            /* room: checkpoints */
+	t_ok(jnl_stop(&h));
+	jnl_get_stats(t.j, &st);
+	t_assert(st.checkpoints > 0, "the log was full");
+	t_ok(jnl_commit_wait(t.j, tid));
+	check_until_durable(&t, from, tid, 1);
+	tj_teardown(&t);
+	printf("ok: a checkpoint keeps a freed block's copy until the free commits\n");
+}
+
+/* The block is freed while the transaction that logged it commits. */
+static void test_free_while_committing(void)
+{
+	struct tj t;
+	struct hold_dev d;
+	struct committer c;
+	struct jnl_handle h;
+	pthread_t th;
+	size_t from;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	bdev_mem_record(t.bd, true);
+	hold_init(&d, t.bd);
+	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, X, 1);
+	t_ok(jnl_stop(&h));
+	pthread_mutex_lock(&d.lock);
+	d.off = t.map[1] * BS;
+	d.armed = true;
+	pthread_mutex_unlock(&d.lock);
+	c = (struct committer){ t.j, h.h_tid, 0 };
+	t_ok(-pthread_create(&th, NULL, commit_thread, &c));
+	hold_wait(&d);
+	t_ok(jnl_start(t.j, 1, &h));
+	t_ok(jnl_revoke(&h, X));
+	t_ok(jnl_stop(&h));
+	hold_release(&d);
+	pthread_join(th, NULL);
+	t_ok(c.err);
+	from = bdev_mem_log_count(t.bd);           /* X's copy is committed */
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	check_until_durable(&t, from, h.h_tid, 1);
+	tj_teardown(&t);
+	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.lock);
+	printf("ok: a block freed while its copy commits keeps that copy until "
+	       "the free commits\n");
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
@@ -414,5 +543,7 @@ int main(void)
 	test_reuse_later_tx();
 	test_revoke_waits_for_checkpoint();
 	test_reuse_other_page();
+	test_free_then_checkpoint();
+	test_free_while_committing();
 	return 0;
 }
