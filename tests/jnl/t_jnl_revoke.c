@@ -1,9 +1,10 @@
 /*
  * t_jnl_revoke - what a revoke hides and what it must not: a block freed
- * and journalled again in the same transaction or a later one keeps its
- * new content after a crash, a revoke still hides the copies logged
- * before it, and a revoke waits for a checkpoint write of the block that
- * is already on its way home.
+ * and journalled again in the same transaction or a later one (through
+ * the same page or another) keeps its new content after a crash, a revoke
+ * still hides the copies logged before it, a revoke waits for a checkpoint
+ * write of the block that is already on its way home, and until the
+ * revoke is durable a crash finds the block's last committed content.
  */
 #include <endian.h>
 #include <pthread.h>
@@ -165,10 +166,10 @@ static void test_reuse_later_tx(void)
 	printf("ok: a revoke hides only the copies logged before it\n");
 }
 
-/* ---- a revoke against a checkpoint write in flight ------------------------
+/* ---- revokes against writes in flight --------------------------------------
  *
- * A device in front of the memory device that holds back any batch writing
- * one chosen block until the test lets it go.
+ * A device in front of the memory device that holds back the first batch
+ * writing one chosen block until the test lets it go.
  */
 struct hold_dev {
 	struct bdev bd;
