@@ -191,9 +191,19 @@ int jnl_dirty(struct jnl_handle *h, uint64_t home);
  * write access and dirty in one. */
 int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
 /*
- * Block @home was freed: recovery must not replay older copies of it, and
- * no pending copy of it is written home.  The filesystem must not reuse the
- * block before the handle's transaction has committed.
+ * Block @home was freed: recovery replays no copy of it logged by this
+ * transaction or an earlier one, and once this transaction has committed
+ * no older copy of it is written home.  Until then a crash undoes the
+ * free, so the last committed copy stays in the log or goes home.  A
+ * checkpoint write of the block already under way is waited for.
+ *
+ * The block may be journalled again at once, by this transaction or a
+ * later one, through its old page or another (a freed metadata block may
+ * come back as another mapping's data): a block the transaction dirties
+ * after its revoke is logged and not revoked, and its new copy is the one
+ * recovery replays.  Written home without the journal (as file data), it
+ * must wait until this transaction has committed, or a crash would give
+ * the old owner the new owner's bytes.
  */
 int jnl_revoke(struct jnl_handle *h, uint64_t home);
 /* Ordered mode: @ji's data goes home before this transaction commits. */

@@ -104,7 +104,9 @@ static int grow_array(void **arr, uint32_t *cap, uint32_t n, size_t elem)
 	return 0;
 }
 
-/* Log blocks not promised to anyone. */
+/* Log blocks not promised to anyone.  One block always stays free, so a
+ * full log (head on tail) never reads as an empty one; reservations are
+ * worst cases, so this is the second guard, not the only one. */
 static uint32_t log_free(const struct jnl *j)
 {
 	uint32_t used = jnl_log_used(j) + j->j_reserved + 1;
@@ -244,6 +246,24 @@ static int handle_error(struct jnl_handle *h, int err)
 	return err;
 }
 
+/*
+ * A freed block may come back through another page (as another mapping's
+ * data, say) while older transactions still hold its old copy.  A commit
+ * writes from its snapshot, and a checkpoint never writes a freed block
+ * from its page (K4 of jnl_checkpoint.c), so the buffer needs the old page
+ * no more: it takes the new one (j_lock held).  Any other second page for
+ * one block is a caller bug.
+ */
+static bool take_page(struct jnl_buf *jb, struct pc_page *pg)
+{
+	if (jb->b_tx || !jb->b_freed)
+		return false;
+	pc_get_page(pg);
+	pc_put_page(jb->b_page);
+	jb->b_page = pg;
+	return true;
+}
+
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 {
 	struct jnl *j = h->h_journal;
@@ -256,7 +276,7 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	jb = jnl_buf_get(j, pg, home);
 	if (!jb)
 		err = -ENOMEM;
-	else if (jb->b_page != pg)
+	else if (jb->b_page != pg && !take_page(jb, pg))
 		err = -EINVAL;       /* two pages for one block: a caller bug */
 	else if (jb->b_tx != h->h_tx && h->h_used >= h->h_credits)
 		err = -ENOSPC;
@@ -307,20 +327,20 @@ static int add_revoke(struct jnl_tx *t, uint64_t home)
 	return err;
 }
 
-/* No copy of a freed block may be written home any more. */
-static void forget_buf(struct jnl *j, struct jnl_buf *jb)
+/*
+ * Block freed by transaction @tid: that transaction no longer logs it.
+ * Older copies stay where they are until the free has committed, since a
+ * crash before that undoes the free (K4 of jnl_checkpoint.c).
+ */
+static void forget_buf(struct jnl *j, struct jnl_buf *jb, uint32_t tid)
 {
 	if (jb->b_tx) {
 		ut_list_del(&jb->b_tx_link);
 		jb->b_tx->t_nbufs--;
 		jb->b_tx = NULL;
 	}
-	if (jb->b_cp_tx) {
-		ut_list_del(&jb->b_cp_link);
-		jb->b_cp_tx = NULL;
-	}
-	if (jb->b_committing)
-		jb->b_revoked = true;
+	jb->b_freed = true;
+	jb->b_freed_tid = tid;
 	jnl_buf_release_if_idle(j, jb);
 }
 
@@ -347,7 +367,7 @@ int jnl_revoke(struct jnl_handle *h, uint64_t home)
 		while ((jb = jnl_buf_find(j, home)) && jb->b_cp_busy)
 			pthread_cond_wait(&j->j_wait_done, &j->j_lock);
 		if (jb)
-			forget_buf(j, jb);
+			forget_buf(j, jb, h->h_tid);
 	}
 	pthread_mutex_unlock(&j->j_lock);
 	return err ? handle_error(h, err) : 0;

@@ -95,7 +95,8 @@ struct jnl_buf {
 	struct jnl_tx *b_cp_tx;      /* committed transaction to write it home */
 	bool b_dirty;                /* changed in b_tx */
 	bool b_committing;           /* in the log image being written */
-	bool b_revoked;              /* freed while committing: never home */
+	bool b_freed;                /* revoked by b_freed_tid: see K4 */
+	uint32_t b_freed_tid;
 	bool b_cp_busy;              /* a checkpoint is writing a copy home */
 	struct ut_list b_tx_link, b_cp_link;
 	struct jnl_buf *b_hash_next;
@@ -180,5 +181,11 @@ static inline void jnl_order_handle(int delta) { (void)delta; }
 /* Wake the commit thread for @tid and wait for it (j_lock held). */
 int jnl_wait_commit_locked(struct jnl *j, uint32_t tid);
 void jnl_abort(struct jnl *j, int err, const char *what);
+
+/* Transaction IDs wrap: is @a older than @b? */
+static inline bool jnl_tid_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
 
 #endif /* MISCFS_JNL_I_H */
