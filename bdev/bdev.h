@@ -72,6 +72,8 @@ struct bdev_req {
 	size_t done;              /* bytes transferred so far */
 	struct iovec one;         /* storage for a single-buffer request */
 	struct bdev_req *next;    /* a backend's queue of waiting requests */
+	struct bdev_waiter *waiter; /* set by bdev_submit_wait(): the thread
+	                               waiting for it will outlive it */
 };
 
 /* A single-buffer request; @buf stays owned by the caller.  The request
