@@ -27,8 +27,8 @@
 #define RBLK 2u                  /* blocks per request */
 #define PER (NREQ * RBLK)        /* blocks per thread */
 #define NBLK (NTHREADS * PER)
-#define ROUNDS 12u
-#define NSYNC 4u                 /* threads reading synchronously */
+#define ROUNDS 8u
+#define NSYNC 8u                 /* threads reading synchronously */
 #define SCRATCH (NBLK + 8u)      /* their block */
 
 struct round {
@@ -71,7 +71,7 @@ static void *sync_main(void *arg)
 	struct worker *w = arg;
 	unsigned char *buf = t_alloc(2 * BS);
 
-	for (unsigned int i = 0; i < 4; i++)
+	for (unsigned int i = 0; i < 8; i++)
 		t_ok(bdev_read(w->r->bd, (uint64_t)(SCRATCH + w->id % 4) * BS, buf, 2 * BS));
 	bdev_free_buf(buf);
 	return NULL;
