@@ -194,10 +194,12 @@ struct bdev_mem_log_entry {
  * from a thread of the device, after a random delay of up to
  * @max_delay_us microseconds, in an order chosen at random from @seed.
  * Requests take effect when they complete, not when they are submitted:
- * only then is a write visible, pending and in the log.  A flush (in a
- * batch, or bdev_flush) waits until every request submitted before it
- * has completed and then covers every write completed by then, possibly
- * including some submitted after it.  A power cut drops the requests
+ * only then is a write visible, pending and in the log.  A flush in a
+ * batch waits until every request submitted before it has completed and
+ * then covers every write completed by then, possibly including some
+ * submitted after it.  bdev_flush() covers only the writes completed when
+ * it is called (see Durability above), then waits for the requests in
+ * flight before returning.  A power cut drops the requests
  * still queued: they complete with -EIO and change nothing.  Call it
  * before the first request; it stays on until the device is closed.
  * -EINVAL if it is on already.

@@ -15,11 +15,13 @@
  * order.  A request takes effect when it completes: a write changes the
  * contents, becomes pending and enters the log then, so the log is the
  * order in which the device did things and a prefix of it is a moment a
- * power cut can strike.  A flush waits until everything submitted before
- * it has completed, then covers every write completed by then -- which
- * may include writes submitted after it, as on a real device.  A write
- * still queued is in no flush and in no crash image; a power cut drops
- * it (it completes with -EIO and changes nothing).
+ * power cut can strike.  A flush request waits until everything
+ * submitted before it has completed, then covers every write completed by
+ * then -- which may include writes submitted after it, as on a real
+ * device.  bdev_flush() covers the writes completed when it is called and
+ * then waits for the rest.  A write still queued is in no flush and in no
+ * crash image; a power cut drops it (it completes with -EIO and changes
+ * nothing).
  */
 #include "bdev_i.h"
 
@@ -62,6 +64,7 @@ struct mem_log_rec {
 struct mem_queued {
 	struct bdev_req *req;
 	uint64_t cycle;
+	bool barrier;        /* bdev_flush's wait: the flush itself is done */
 };
 
 struct mem_bdev {
@@ -299,7 +302,7 @@ static int mem_enqueue(struct mem_bdev *m, struct bdev_req **reqs, unsigned int 
 		m->queue_cap = cap;
 	}
 	for (unsigned int i = 0; i < n; i++)
-		m->queue[m->nqueue++] = (struct mem_queued){ reqs[i], m->cycle };
+		m->queue[m->nqueue++] = (struct mem_queued){ reqs[i], m->cycle, false };
 	pthread_cond_signal(&m->work);
 	return 0;
 }
@@ -324,6 +327,8 @@ static struct bdev_req *mem_complete(struct mem_bdev *m, size_t i)
 	m->nqueue--;
 	if (q.cycle != m->cycle)
 		q.req->result = -EIO;  /* the power went while it was queued */
+	else if (q.barrier)
+		q.req->result = 0;
 	else if (q.req->op == BDEV_OP_FLUSH)
 		q.req->result = mem_flush_locked(m);
 	else
@@ -384,7 +389,12 @@ static void mem_flush_done(struct bdev_req *req)
 	bdev_waiter_done(req->private);
 }
 
-/* bdev_flush() in asynchronous mode: a flush request through the queue. */
+/*
+ * bdev_flush() in asynchronous mode covers the writes completed when it is
+ * called, as bdev.h promises, and not those in flight; it returns once
+ * those have completed too, as a flush of the io_uring backend does.  The
+ * wait is a flush request through the queue that flushes nothing more.
+ */
 static int mem_flush_async(struct mem_bdev *m)
 {
 	struct bdev_req req, *r = &req;
@@ -396,7 +406,11 @@ static int mem_flush_async(struct mem_bdev *m)
 	req.private = &w;
 	bdev_waiter_init(&w, 1);
 	pthread_mutex_lock(&m->lock);
-	err = mem_enqueue(m, &r, 1);
+	err = mem_flush_locked(m);
+	if (!err)
+		err = mem_enqueue(m, &r, 1);
+	if (!err)
+		m->queue[m->nqueue - 1].barrier = true;
 	pthread_mutex_unlock(&m->lock);
 	if (err)
 		w.left = 0;
