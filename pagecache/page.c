@@ -287,14 +287,35 @@ void pc_set_page_writeback(struct pc_page *page)
 }
 
 /*
+ * An I/O completion runs in the device's thread and still touches the page
+ * and the cache after clearing the bit that lets waiters go on (waking
+ * them, pc_progress); the thread that waited may be on its way to
+ * pc_cache_destroy by then, which waits for these to end.
+ */
+static struct pc_cache *end_begin(struct pc_page *page)
+{
+	struct pc_cache *c = pc_page_mapping(page)->cache;
+
+	atomic_fetch_add(&c->nr_ending, 1);
+	return c;
+}
+
+/* The last touch of the cache by a completion. */
+static void end_done(struct pc_cache *c)
+{
+	atomic_fetch_sub(&c->nr_ending, 1);
+}
+
+/*
  * The mapping cannot go away before the bit is cleared: truncation and
  * reclaim both wait for (or skip) pages under writeback.  So everything
- * that needs @m happens first.
+ * that needs @m happens first, and so do the cache's counters: a thread
+ * woken by the bit (pc_sync_mapping returning) must find them settled.
  */
 void pc_end_page_writeback(struct pc_page *page, int err)
 {
 	struct pc_mapping *m = pc_page_mapping(page);
-	struct pc_cache *c = m->cache;
+	struct pc_cache *c = end_begin(page);
 
 	if (err) {
 		int zero = 0;
@@ -305,20 +326,24 @@ void pc_end_page_writeback(struct pc_page *page, int err)
 			 (unsigned long long)pc_page_index(page), strerror(-err));
 	}
 	atomic_fetch_sub(&m->nr_writeback, 1);
-	clear_bit_wake(page, PG_writeback);
-	atomic_fetch_sub(&c->nr_writeback, 1);
 	atomic_fetch_add(&c->written, 1);
+	atomic_fetch_sub(&c->nr_writeback, 1);
+	clear_bit_wake(page, PG_writeback);
 	pc_progress(c);
+	end_done(c);
 }
 
 void pc_end_read(struct pc_page *page, int err)
 {
+	struct pc_cache *c = end_begin(page);
+
 	if (err)
 		SetPageError(page);
 	else
 		SetPageUptodate(page);
 	/* The lock was handed to the read: no thread's count holds it. */
 	clear_bit_wake(page, PG_locked);
+	end_done(c);
 }
 
 /* ---- private data -------------------------------------------------------- */

@@ -84,6 +84,7 @@ struct pc_cache {
 	uint32_t free_head;
 	uint32_t nr_free;
 	_Atomic uint64_t progress;      /* frees + writeback completions */
+	_Atomic uint32_t nr_ending;     /* pc_end_* calls still running */
 	_Atomic uint32_t alloc_waiters;
 
 	pthread_mutex_t lru_lock;       /* order 5 */
