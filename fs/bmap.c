@@ -22,6 +22,7 @@ struct walk {
 	uint64_t first, end;         /* logical blocks wanted: [first, end) */
 	uint64_t span[MFS_MAX_DEPTH + 1];  /* blocks under one pointer of a level */
 	uint32_t *buf[MFS_MAX_DEPTH];      /* one indirect block per level */
+	uint64_t visited, limit;     /* blocks met so far, and at most */
 };
 
 uint64_t mfs_max_file_blocks(uint32_t block_size)
@@ -47,11 +48,21 @@ int mfs_inode_check_size(const struct mfs_super *sb, uint32_t ino,
 			  ino, size, mfs_block_size(sb), max);
 }
 
-/* A pointer read from the disk names a block of the groups, or a hole. */
+/*
+ * A pointer read from the disk names a block of the groups, or a hole.
+ * A map that meets more blocks than the groups hold points at some of
+ * them more than once (indirect blocks can, in a damaged or hostile
+ * image, all point at one another): that bounds a walk by the size of the
+ * filesystem, whatever the pointers repeat.
+ */
 static int check_ptr(struct walk *s, uint64_t ptr, uint64_t lblk, uint64_t parent)
 {
 	const struct mfs_bmap_walk *w = s->w;
 
+	if (++s->visited > s->limit)
+		return ut_corrupt(w->why, w->whylen, "inode %" PRIu32 ": the block map "
+				  "meets more than the %" PRIu64 " blocks of the filesystem "
+				  "(a block is mapped more than once)", w->ino, s->limit);
 	if (ptr < le64toh(w->sb->s_blocks_count))
 		return 0;
 	if (!parent)
@@ -135,6 +146,7 @@ static int walk_init(struct walk *s, const struct mfs_bmap_walk *w)
 
 	s->w = w;
 	s->apb = mfs_addr_per_block(bs);
+	s->limit = le64toh(w->sb->s_blocks_count);
 	s->span[0] = 1;
 	for (int d = 1; d <= MFS_MAX_DEPTH; d++) {
 		s->span[d] = s->span[d - 1] * s->apb;

@@ -1,9 +1,11 @@
 /*
  * t_bmap - the block-map walk costs what is on the disk, not what i_size
- * claims.  Inodes with checksums that match but sizes of 2^63 bytes, or
- * the largest file with only a triple-indirect block, are walked by the
- * library and by miscfs-debug (verify, ls) under a hard time limit: a walk
- * that steps through holes one block at a time fails by timing out.
+ * claims.  Inodes with checksums that match but sizes of 2^63 bytes, the
+ * largest file with only a triple-indirect block, or indirect blocks that
+ * all point at one another, are walked by the library and by miscfs-debug
+ * (verify, ls) under a hard time limit: a walk that steps through holes
+ * one block at a time, or follows the same blocks a billion times, fails
+ * by timing out.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,7 +22,8 @@
 #define BS 4096u
 #define LIMIT_S 20           /* per tool run; a correct walk takes well under 1 s */
 
-enum { HUGE_FILE = 12, HUGE_DIR = 13, SPARSE_DIR = 14, SPARSE_FILE = 15, BAD_PTR = 16 };
+enum { HUGE_FILE = 12, HUGE_DIR = 13, SPARSE_DIR = 14, SPARSE_FILE = 15, BAD_PTR = 16,
+       LOOP_DIR = 17 };
 
 static struct bdev *bd;
 static uint8_t *img;
@@ -60,6 +63,17 @@ static uint64_t indirect(uint32_t ino, uint32_t slot, uint64_t ptr)
 	uint64_t blk = alloc_block();
 
 	((uint32_t *)block(blk))[slot] = htole32((uint32_t)ptr);
+	mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, ino, block(blk));
+	return blk;
+}
+
+/* An indirect block of @ino whose every slot points at @ptr. */
+static uint64_t indirect_all(uint32_t ino, uint64_t ptr)
+{
+	uint64_t blk = alloc_block();
+
+	for (uint32_t i = 0; i < mfs_addr_per_block(BS); i++)
+		((uint32_t *)block(blk))[i] = htole32((uint32_t)ptr);
 	mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, ino, block(blk));
 	return blk;
 }
@@ -128,7 +142,7 @@ static void craft(void)
 	struct mfs_inode in;
 	uint32_t last = mfs_addr_per_block(BS) - 1;
 
-	t_assert(le32toh(sb->s_inodes_per_group) > BAD_PTR, "inodes in group 0");
+	t_assert(le32toh(sb->s_inodes_per_group) > LOOP_DIR, "inodes in group 0");
 	in = new_inode(S_IFREG | 0644, 1ull << 63);
 	in.i_block[MFS_TIND_BLOCK] = htole32((uint32_t)indirect(HUGE_FILE, 0, 0));
 	put_inode(HUGE_FILE, &in);
@@ -158,6 +172,13 @@ static void craft(void)
 	put_inode(BAD_PTR, &in);
 	snprintf(bad_why, sizeof(bad_why), "inode 16: indirect block %" PRIu64
 		 " maps block 19 to 4294967280, outside the filesystem", bad_ind);
+
+	/* Four blocks on disk that map one directory block a billion times. */
+	in = new_inode(S_IFDIR | 0755, mfs_max_file_size(BS));
+	in.i_block[0] = htole32((uint32_t)dir_block(LOOP_DIR));
+	in.i_block[MFS_TIND_BLOCK] = htole32((uint32_t)indirect_all(LOOP_DIR,
+		indirect_all(LOOP_DIR, indirect_all(LOOP_DIR, le32toh(in.i_block[0])))));
+	put_inode(LOOP_DIR, &in);
 }
 
 /* ---- the library walk ---------------------------------------------------- */
@@ -242,6 +263,11 @@ static void check_library(void)
 	t_eq(walk(&raw, BAD_PTR, 0, UINT64_MAX, &s), -EUCLEAN);
 	expect_why(&raw, bad_why);
 	t_ok(walk(&raw, BAD_PTR, 0, 19, &s));   /* the bad slot is not asked for */
+
+	t_eq(walk(&raw, LOOP_DIR, 0, UINT64_MAX, &s), -EUCLEAN);
+	expect_why(&raw, "inode 17: the block map meets more than the 2048 blocks");
+	t_ok(walk(&raw, LOOP_DIR, max_blocks() - 1, max_blocks(), &s));
+	t_eq(s.data, 1);
 	mfs_raw_close(&raw);
 	printf("ok: library walks\n");
 }
@@ -323,7 +349,8 @@ static void check_tool(void)
 	}
 	write_image();
 	t_eq(run_debug("verify", NULL), 1);
-	expect_file(out, "problems: 3");
+	expect_file(out, "problems: 4");
+	expect_file(err, "inode 17: the block map meets more than the 2048 blocks");
 	expect_file(err, "inode 12: i_size 9223372036854775808 is beyond the largest file");
 	expect_file(err, "inode 13: i_size 9223372036854775808 is beyond the largest file");
 	expect_file(err, bad_why);
@@ -331,6 +358,8 @@ static void check_tool(void)
 	expect_file(err, "inode 13: i_size 9223372036854775808 is beyond the largest file");
 	t_eq(run_debug("ls", "14"), 0);
 	expect_file(out, "2 dir ..");
+	t_eq(run_debug("ls", "17"), 1);
+	expect_file(err, "inode 17: the block map meets more than the 2048 blocks");
 	unlink(image);
 	unlink(out);
 	unlink(err);
