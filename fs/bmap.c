@@ -140,27 +140,38 @@ static int walk_top(struct walk *s, const struct mfs_inode *in)
 	return err;
 }
 
+/* A walk that stays in the direct blocks (most lookups, small files)
+ * reads no indirect block and needs no buffer for one. */
+static bool needs_indirect(const struct walk *s, const struct mfs_inode *in)
+{
+	return s->end > MFS_NDIR_BLOCKS && (in->i_block[MFS_IND_BLOCK] ||
+	       in->i_block[MFS_DIND_BLOCK] || in->i_block[MFS_TIND_BLOCK]);
+}
+
 static int walk_init(struct walk *s, const struct mfs_bmap_walk *w)
 {
 	uint32_t bs = mfs_block_size(w->sb);
+	uint8_t *bufs;
 
 	s->w = w;
 	s->apb = mfs_addr_per_block(bs);
 	s->limit = le64toh(w->sb->s_blocks_count);
 	s->span[0] = 1;
-	for (int d = 1; d <= MFS_MAX_DEPTH; d++) {
+	for (int d = 1; d <= MFS_MAX_DEPTH; d++)
 		s->span[d] = s->span[d - 1] * s->apb;
-		s->buf[d - 1] = bdev_alloc_buf(bs);
-		if (!s->buf[d - 1])
-			return -ENOMEM;
-	}
+	if (!needs_indirect(s, w->in))
+		return 0;
+	bufs = bdev_alloc_buf((size_t)MFS_MAX_DEPTH * bs);
+	if (!bufs)
+		return -ENOMEM;
+	for (int d = 0; d < MFS_MAX_DEPTH; d++)
+		s->buf[d] = (uint32_t *)(bufs + (size_t)d * bs);
 	return 0;
 }
 
 static void walk_fini(struct walk *s)
 {
-	for (int d = 0; d < MFS_MAX_DEPTH; d++)
-		bdev_free_buf(s->buf[d]);
+	bdev_free_buf(s->buf[0]);
 }
 
 int mfs_bmap_walk(const struct mfs_bmap_walk *w, uint64_t first, uint64_t end)
