@@ -81,9 +81,11 @@ static int on_data(void *arg, uint64_t lblk, uint64_t pblk)
 	return 0;
 }
 
-/* Fold every pointer into 0 .. NBLOCKS + 3 and reseal indirect blocks. */
+/* Fold every pointer into 0 .. NBLOCKS + 3 and reseal indirect blocks;
+ * keep i_size mostly possible, so the walk does not end before it starts. */
 static void fold(struct mfs_super *sb, struct mfs_inode *in)
 {
+	in->i_size = htole64(le64toh(in->i_size) % (mfs_max_file_size(BS) + 2));
 	for (int i = 0; i < MFS_N_BLOCKS; i++)
 		in->i_block[i] = htole32(le32toh(in->i_block[i]) % (NBLOCKS + 4));
 	for (uint32_t b = 0; b < NBLOCKS; b++) {
