@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "mfs.h"
-#include "util.h"
 
 #define BS      1024u
 #define NBLOCKS 16u
@@ -81,23 +80,26 @@ static int on_data(void *arg, uint64_t lblk, uint64_t pblk)
 	return 0;
 }
 
-/* Fold every pointer into 0 .. NBLOCKS + 3 and reseal indirect blocks;
- * keep i_size mostly possible, so the walk does not end before it starts. */
-static void fold(struct mfs_super *sb, struct mfs_inode *in)
+/* Fold i_block into 0 .. NBLOCKS + 3 and keep i_size mostly possible, so
+ * the walk does not end before it starts. */
+static void fold(struct mfs_inode *in)
 {
 	in->i_size = htole64(le64toh(in->i_size) % (mfs_max_file_size(BS) + 2));
 	for (int i = 0; i < MFS_N_BLOCKS; i++)
 		in->i_block[i] = htole32(le32toh(in->i_block[i]) % (NBLOCKS + 4));
-	for (uint32_t b = 0; b < NBLOCKS; b++) {
-		for (uint32_t i = 0; i < mfs_addr_per_block(BS); i++)
-			((uint32_t *)disk[b])[i] = htole32(slot(b, i) % (NBLOCKS + 4));
-		mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, INO, disk[b]);
-	}
 }
 
+/*
+ * The input is an inode, then triples (block, slot, pointer) that fill
+ * the indirect blocks: three bytes set any slot of any block, where raw
+ * blocks would take a kilobyte each.  An odd first byte folds the inode
+ * and seals every block as an indirect block of the inode.
+ */
 static void setup(struct mfs_super *sb, struct mfs_inode *in, const uint8_t *data,
 		  size_t size)
 {
+	uint32_t apb = mfs_addr_per_block(BS);
+
 	memset(sb, 0, sizeof(*sb));
 	sb->s_blocks_count = htole64(NBLOCKS);
 	sb->s_csum_seed = htole64(0x5eed);
@@ -105,10 +107,14 @@ static void setup(struct mfs_super *sb, struct mfs_inode *in, const uint8_t *dat
 	in->i_mode = htole16(0100644);
 	memcpy(in, data, size < sizeof(*in) ? size : sizeof(*in));
 	memset(disk, 0, sizeof(disk));
-	if (size > sizeof(*in))
-		memcpy(disk, data + sizeof(*in), UT_MIN(size - sizeof(*in), sizeof(disk)));
-	if (size && data[0] & 1)
-		fold(sb, in);
+	for (size_t i = sizeof(*in); i + 3 <= size; i += 3)
+		((uint32_t *)disk[data[i] % NBLOCKS])[data[i + 1] % apb] =
+			htole32(data[i + 2] % (NBLOCKS + 4));
+	if (!size || !(data[0] & 1))
+		return;
+	fold(in);
+	for (uint32_t b = 0; b < NBLOCKS; b++)
+		mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, INO, disk[b]);
 }
 
 /*
