@@ -66,6 +66,16 @@ static uint64_t by_hand(const struct mfs_inode *in, uint64_t lblk)
 	return blk;
 }
 
+/* Blocks of [@first, @end) that following the map by hand finds. */
+static uint64_t mapped_by_hand(const struct mfs_inode *in, uint64_t first, uint64_t end)
+{
+	uint64_t n = 0;
+
+	for (uint64_t lblk = first; lblk < end && lblk < mfs_max_file_blocks(BS); lblk++)
+		n += by_hand(in, lblk) != 0;
+	return n;
+}
+
 static int on_data(void *arg, uint64_t lblk, uint64_t pblk)
 {
 	struct seen *s = arg;
@@ -127,12 +137,11 @@ static uint64_t endpoint(const uint8_t *b)
 	uint64_t apb = mfs_addr_per_block(BS), max = mfs_max_file_blocks(BS);
 	uint64_t level[] = { 0, MFS_NDIR_BLOCKS, MFS_NDIR_BLOCKS + apb,
 			     MFS_NDIR_BLOCKS + apb + apb * apb, max };
-	uint64_t near = level[b[0] % 5] + b[1] + (uint64_t)b[2] * apb;
-	uint64_t v = near > 512 ? near - 512 : 0;
+	int64_t near = (int64_t)level[b[0] % 5] + (int8_t)b[1];
 
 	if (b[0] & 0x80)
-		return (b[3] | (uint64_t)b[4] << 8 | (uint64_t)b[5] << 16) % (max + 2);
-	return v;
+		return (b[2] | (uint64_t)b[3] << 8 | (uint64_t)b[4] << 16) % (max + 2);
+	return near < 0 ? 0 : (uint64_t)near;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -156,5 +165,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	require(err == 0 || err == -EUCLEAN);
 	require(err == 0 || why[0]);
 	require(s.count <= NBLOCKS);
+	if (mfs_inode_is_fast_symlink(&in))
+		require(s.count == 0);     /* i_block holds the target's text */
+	else if (!err && s.end - s.first <= 4 * BS)
+		require(s.count == mapped_by_hand(&in, s.first, s.end));
 	return 0;
 }
