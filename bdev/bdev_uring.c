@@ -409,6 +409,11 @@ static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 		uring_drain(u, w);
 	}
 	io_uring_cq_eventfd_toggle(&u->ring, true);
+	/* The kernel stores the tail, then reads the flag; we store the flag,
+	 * then read the tail.  Without a full barrier between our two, both
+	 * sides can read the old value: no eventfd signal and no completion
+	 * seen, and the completion waits in the ring with nobody woken. */
+	atomic_thread_fence(memory_order_seq_cst);
 	uring_drain(u, w);
 	pthread_mutex_unlock(&u->cq_lock);
 	if (atomic_exchange(&u->cq_wanted, false))
