@@ -50,6 +50,7 @@
 #define HANDLES     700u
 #define MAX_TID     4096u
 #define CHECK_END   (DATA0 + NINODE)
+#define SAMPLE_EVERY 127u       /* distinct states per recovery sample */
 
 struct write_rec {
 	uint32_t tid;
@@ -542,6 +543,8 @@ struct run {
 	struct model *m;
 	struct bdev_mem_crash *cur;
 	struct bdev *scratch;           /* the image being recovered */
+	struct bdev *rec;               /* a sample's recovery, recorded */
+	struct bdev *again;             /* an image cut from that */
 	struct seen seen;
 	unsigned long states, distinct;
 	unsigned long rec_states, rec_distinct, again_states, again_distinct;
@@ -554,6 +557,7 @@ static uint32_t recovered_upto(const struct jnl_recovery *info)
 }
 
 static void sample_recovery(struct run *r, const struct state *s);
+static void free_model(struct model *m);
 
 /* Recover one crash state of the workload, if its image is new, and
  * check what recovery made of it. */
@@ -585,7 +589,7 @@ static void check_state(struct run *r, size_t prefix, enum bdev_mem_cut mode, ui
 		 "durable or acknowledged %u, written %u (%s)", what, s.got, durable,
 		 written, info.end);
 	check_blocks(m, &s);
-	if (info.transactions && r->distinct % 97 == 0)
+	if (info.transactions && r->distinct % SAMPLE_EVERY == 0)
 		sample_recovery(r, &s);
 }
 
@@ -608,10 +612,242 @@ static void check_all_states(struct run *r)
 	check_state(r, n, BDEV_CUT_LOSE_ALL, 0);
 }
 
+/* ---- power cuts during recovery, and after running on ------------------- */
+
+#define SESSION_HANDLES 24u
+#define AGAIN_STAMP     (1ull << 48)
+
+/* The journal superblock of an image, and the newest transaction ID any
+ * header block in its log carries. */
+static const struct jnl_superblock *image_sb(const struct tj *t, const uint8_t *img,
+					     uint32_t *newest)
+{
+	*newest = 0;
+	for (uint32_t pos = 1; pos < t->nblocks; pos++) {
+		const struct jnl_header *h = (const void *)(img + t->map[pos] * BS);
+		uint32_t type = le32toh(h->h_blocktype), tid = le32toh(h->h_sequence);
+
+		if (le32toh(h->h_magic) == JNL_MAGIC && type >= JNL_BT_DESCRIPTOR &&
+		    type <= JNL_BT_REVOKE && (int32_t)(tid - *newest) > 0)
+			*newest = tid;
+	}
+	return (const void *)(img + t->map[0] * BS);
+}
+
+/* A replayed log is empty, and the next ID is past every stale one left
+ * in it: no old transaction can pass for a new one. */
+static void check_emptied(const struct tj *t, const uint8_t *img, const char *what)
+{
+	uint32_t newest;
+	const struct jnl_superblock *sb = image_sb(t, img, &newest);
+
+	t_assert(!sb->s_start, "%s: the log is not empty after recovery", what);
+	t_assert((int32_t)(le32toh(sb->s_sequence) - newest) > 0, "%s: the next transaction "
+		 "ID %u is not past ID %u left in the log", what, le32toh(sb->s_sequence),
+		 newest);
+}
+
+/* Recover @img again and compare with the first recovery's result. */
+static void recover_again(struct run *r, struct bdev *img, const uint8_t *first,
+			  const char *what)
+{
+	struct jnl_recovery info;
+	const uint8_t *got = bdev_mem_data(img);
+
+	t_ok(jnl_recover(img, r->m->t->map, r->m->t->nblocks, 0, &info));
+	for (uint64_t blk = HOME0; blk < CHECK_END; blk++)
+		t_assert(!memcmp(got + blk * BS, first + blk * BS, BS), "%s: recovered again, "
+			 "block %" PRIu64 " holds %" PRIu64 ", not %" PRIu64 " (%s)", what, blk,
+			 stamp_in(got, blk), stamp_in(first, blk), info.end);
+	check_emptied(r->m->t, got, what);
+}
+
+/* One cut of the sample's recorded recovery. */
+static void cut_recovery_at(struct run *r, struct bdev_mem_crash *cur, size_t prefix,
+			    enum bdev_mem_cut mode, uint64_t seed, struct seen *seen,
+			    const uint8_t *first)
+{
+	char what[96];
+	uint64_t h;
+
+	r->rec_states++;
+	t_ok(bdev_mem_crash_next(cur, prefix, mode, seed, &h));
+	if (!seen_add(seen, h))
+		return;
+	r->rec_distinct++;
+	t_ok(bdev_mem_crash_copy(cur, r->again));
+	snprintf(what, sizeof(what), "sample %u, recovery cut at entry %zu, mode %d seed %"
+		 PRIu64, r->samples, prefix, mode, seed);
+	recover_again(r, r->again, first, what);
+}
+
+/* Cut the recorded recovery of the sampled image at each of its flushes
+ * (the replay's, and the journal superblock's at the end): any subset of
+ * the writes before a flush is what a cut between them can leave. */
+static void cut_recovery(struct run *r, struct bdev *rec, const uint8_t *first)
+{
+	size_t n = bdev_mem_log_count(rec);
+	struct bdev_mem_crash *cur;
+	struct seen seen = { 0 };
+
+	t_ok(bdev_mem_crash_begin(rec, &cur));
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && !bdev_mem_log(rec, i)->flush)
+			continue;
+		cut_recovery_at(r, cur, i, BDEV_CUT_LOSE_ALL, 0, &seen, first);
+		for (uint64_t seed = 1; seed <= 4; seed++) {
+			cut_recovery_at(r, cur, i, BDEV_CUT_RANDOM, seed + i, &seen, first);
+			cut_recovery_at(r, cur, i, BDEV_CUT_BLOCKS, seed * 31 + i, &seen, first);
+		}
+		cut_recovery_at(r, cur, i, BDEV_CUT_RANDOM_TORN, i, &seen, first);
+		cut_recovery_at(r, cur, i + 1, BDEV_CUT_LOSE_ALL, 0, &seen, first);
+	}
+	bdev_mem_crash_end(cur);
+	free(seen.slot);
+}
+
+/* A journal over @bd with its own page cache, as the mount would make. */
+static void attach(struct tj *t2, const struct tj *t, struct bdev *bd)
+{
+	struct pc_config pcfg = { .block_size = BS, .budget = 8u << 20, .no_flusher = true,
+				  .data_align = bd->dma_align };
+
+	*t2 = *t;
+	t2->bd = bd;
+	t2->j = NULL;
+	t2->cfg.write_ordered = NULL;
+	t_ok(pc_cache_create(&pcfg, &t2->cache));
+	t_ok(pc_mapping_create(t2->cache, &pc_identity_ops, bd, &t2->meta));
+}
+
+static void detach(struct tj *t2)
+{
+	pc_mapping_destroy(t2->meta);
+	pc_cache_destroy(t2->cache);
+}
+
+/* Run on from the recovered image: plain handles, half of them fsynced,
+ * recorded up to a clean close. */
+static void run_on(struct model *m2, struct tj *t2)
+{
+	uint64_t stamp = AGAIN_STAMP;
+
+	bdev_mem_record(t2->bd, true);
+	tj_open(t2);
+	for (uint32_t i = 0; i < SESSION_HANDLES; i++) {
+		struct jnl_handle h;
+		uint32_t n = 1 + rnd(12);
+
+		t_ok(jnl_start(t2->j, n, &h));
+		t_assert(h.h_tid < MAX_TID, "tid %u", h.h_tid);
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t blk = HOME0 + rnd(NHOME);
+
+			tj_write(t2, &h, blk, ++stamp);
+			record_write(m2, blk, h.h_tid, stamp);
+		}
+		t_ok(jnl_stop(&h));
+		if (rnd(2) == 0) {
+			t_ok(jnl_commit_wait(t2->j, h.h_tid));
+			ack(m2);
+		}
+	}
+	tj_close(t2);
+}
+
+/* One cut of the second session: its transactions on top of @first. */
+static void check_again(struct run *r, struct model *m2, struct bdev_mem_crash *cur,
+			const uint8_t *first, size_t prefix, enum bdev_mem_cut mode,
+			uint64_t seed, struct seen *seen)
+{
+	struct jnl_recovery info;
+	const uint8_t *img = bdev_mem_data(r->again);
+	uint32_t got, durable, written;
+	char what[96];
+	uint64_t h;
+
+	r->again_states++;
+	t_ok(bdev_mem_crash_next(cur, prefix, mode, seed, &h));
+	if (!seen_add(seen, h))
+		return;
+	r->again_distinct++;
+	t_ok(bdev_mem_crash_copy(cur, r->again));
+	t_ok(jnl_recover(r->again, m2->t->map, m2->t->nblocks, 0, &info));
+	snprintf(what, sizeof(what), "sample %u, second session cut at %zu, mode %d",
+		 r->samples, prefix, mode);
+	got = recovered_upto(&info);
+	durable = UT_MAX(newest_within(m2->commit_flush, m2->max_tid, prefix),
+			 last_commit_upto(m2, acked_within(m2, prefix)));
+	written = newest_within(m2->commit_write, m2->max_tid, prefix);
+	t_assert((int32_t)(got - durable) >= 0 && (!written || (int32_t)(got - written) <= 0),
+		 "%s: recovered up to tid %u, durable or acknowledged %u, written %u (%s)",
+		 what, got, durable, written, info.end);
+	for (uint64_t blk = HOME0; blk < CHECK_END; blk++) {
+		uint64_t want = newest_stamp(m2->writes[blk], m2->nwrites[blk], 0, got);
+
+		t_assert(want ? stamp_in(img, blk) == want :
+			 !memcmp(img + blk * BS, first + blk * BS, BS), "%s: block %" PRIu64
+			 " holds %" PRIu64 ", expected %" PRIu64 " (transactions up to %u)",
+			 what, blk, stamp_in(img, blk), want, got);
+	}
+	check_emptied(m2->t, img, what);
+}
+
+/* Open the recovered image, run on, and cut that session everywhere. */
+static void cut_second_session(struct run *r, struct bdev *img, const uint8_t *first)
+{
+	static struct model m2;
+	struct bdev_mem_crash *cur;
+	struct seen seen = { 0 };
+	struct tj t2;
+	size_t n;
+
+	memset(&m2, 0, sizeof(m2));
+	pthread_mutex_init(&m2.lock, NULL);
+	attach(&t2, r->m->t, img);
+	m2.t = &t2;
+	run_on(&m2, &t2);
+	check_order(&m2, !t2.cfg.async_commit);
+	n = bdev_mem_log_count(img);
+	t_ok(bdev_mem_crash_begin(img, &cur));
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && !bdev_mem_log(img, i)->flush)
+			continue;
+		check_again(r, &m2, cur, first, i, BDEV_CUT_LOSE_ALL, 0, &seen);
+		check_again(r, &m2, cur, first, i, BDEV_CUT_RANDOM, i, &seen);
+		check_again(r, &m2, cur, first, i, BDEV_CUT_BLOCKS, i, &seen);
+		check_again(r, &m2, cur, first, i, BDEV_CUT_BLOCKS, i * 7 + 1, &seen);
+		check_again(r, &m2, cur, first, i + 1, BDEV_CUT_LOSE_ALL, 0, &seen);
+	}
+	bdev_mem_crash_end(cur);
+	free(seen.slot);
+	detach(&t2);
+	free_model(&m2);
+}
+
+/*
+ * The image the cursor holds was just recovered into r->scratch.  Record
+ * that recovery on a copy and cut it; then run on from its result and
+ * cut again.
+ */
 static void sample_recovery(struct run *r, const struct state *s)
 {
-	(void)s;
+	uint8_t *first = malloc(r->scratch->size);
+	struct jnl_recovery info;
+
+	t_assert(first, "no memory");
 	r->samples++;
+	memcpy(first, s->img, r->scratch->size);
+	check_emptied(r->m->t, first, s->what);
+	t_ok(bdev_mem_crash_copy(r->cur, r->rec));
+	bdev_mem_record(r->rec, true);
+	t_ok(jnl_recover(r->rec, r->m->t->map, r->m->t->nblocks, 0, &info));
+	bdev_mem_record(r->rec, false);
+	t_assert(!memcmp(bdev_mem_data(r->rec), first, r->scratch->size),
+		 "%s: recovery is not deterministic", s->what);
+	cut_recovery(r, r->rec, first);
+	cut_second_session(r, r->scratch, first);
+	free(first);
 }
 
 static double now_s(void)
@@ -652,6 +888,8 @@ int main(int argc, char **argv)
 	t_assert(m.max_tid >= 300, "only %u transactions", m.max_tid);
 	t_assert(m.ndata >= 50, "only %zu ordered data writes", m.ndata);
 	t_ok(bdev_mem_create(t.bd->size, BS, &r.scratch));
+	t_ok(bdev_mem_create(t.bd->size, BS, &r.rec));
+	t_ok(bdev_mem_create(t.bd->size, BS, &r.again));
 	t_ok(bdev_mem_crash_begin(t.bd, &r.cur));
 	check_all_states(&r);
 	printf("%u transactions, %zu log entries, %zu fsyncs, %zu ordered data writes\n",
@@ -664,6 +902,8 @@ int main(int argc, char **argv)
 	       now_s() - t1);
 	bdev_mem_crash_end(r.cur);
 	bdev_close(r.scratch);
+	bdev_close(r.rec);
+	bdev_close(r.again);
 	free(r.seen.slot);
 	free_model(&m);
 	tj_teardown(&t);
