@@ -38,19 +38,19 @@
 #include "util.h"
 
 #define BS          1024u
-#define DEV_BLOCKS  1560u
+#define DEV_BLOCKS  1504u
 #define HOME0       16u
 #define NHOME       240u
 #define REV0        400u        /* blocks journalled, revoked, then reused */
 #define NREV        48u
 #define DATA0       460u        /* ordered data, one block per inode */
 #define NINODE      8u
-#define JSTART      512u
+#define JSTART      472u
 #define JBLOCKS     1024u
 #define HANDLES     700u
 #define MAX_TID     4096u
 #define CHECK_END   (DATA0 + NINODE)
-#define SAMPLE_EVERY 127u       /* distinct states per recovery sample */
+#define SAMPLE_EVERY 211u       /* distinct states per recovery sample */
 
 struct write_rec {
 	uint32_t tid;
