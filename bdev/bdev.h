@@ -10,7 +10,7 @@
  *   mem       an in-memory test device that fails chosen ranges with EIO,
  *             records every write and flush in order, and simulates a
  *             power cut (lose all writes since the last flush, or a random
- *             subset of them).
+ *             subset of them, whole, torn or block by block).
  *
  * Requests are asynchronous: bdev_submit() queues a batch and returns; each
  * request's end_io runs exactly once, on any thread, possibly before
