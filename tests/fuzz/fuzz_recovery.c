@@ -8,14 +8,19 @@
  * escaped data blocks, blocks journalled again after their revoke.  The
  * input picks one and damages it anywhere in its first LOGSPAN blocks:
  *
- *   byte 0        the log (low bits), check-only recovery (bit 7)
- *   then records  3 bytes offset into the log (little-endian, modulo its
- *                 length), 1 byte length n, n bytes laid over it (XOR)
+ *   byte 0        the log (low bits), make the damaged transactions whole
+ *                 again (bit 6, see refit), check-only recovery (bit 7)
+ *   then records  1 byte: a header block (even: the k-th, k the next
+ *                 byte) or any log block (odd: the next byte, modulo
+ *                 LOGSPAN); 2 bytes offset in the block (little-endian);
+ *                 1 byte length n; n bytes laid over it (XOR)
  *
  * so that a short input reaches the later blocks of a log as easily as
- * the first.  Header blocks that still carry the journal magic are
+ * the first, and most damage lands where the parsing is.  Header blocks that still carry the journal magic are
  * resealed, so the damage reaches the descriptor, revoke and commit
- * parsing instead of stopping at a checksum.
+ * parsing instead of stopping at a checksum; with bit 6 the tags and
+ * commit blocks are made to match too, so it reaches the revoke and
+ * replay passes.
  */
 #include <endian.h>
 #include <errno.h>
@@ -151,21 +156,34 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- one input ----------------------------------------------------------- */
 
+/* The log position of the @k-th header block in the span, counting
+ * round; @k itself if there is none. */
+static uint32_t header_pos(const uint8_t *img, uint32_t k)
+{
+	uint32_t pos[LOGSPAN], n = 0;
+
+	for (uint32_t p = 1; p <= LOGSPAN; p++) {
+		const struct jnl_header *h = (const void *)(img + map[p] * BS);
+
+		if (le32toh(h->h_magic) == JNL_MAGIC)
+			pos[n++] = p;
+	}
+	return n ? pos[k % n] : 1 + k % LOGSPAN;
+}
+
 /* Lay the input's records over the log span of @img. */
 static void damage(uint8_t *img, const uint8_t *data, size_t size)
 {
-	uint8_t *span = img + (JSTART + 1) * BS;
-	const size_t len = (size_t)LOGSPAN * BS;
+	while (size >= 5) {
+		uint32_t pos = data[0] & 1 ? 1 + data[1] % LOGSPAN : header_pos(img, data[1]);
+		size_t off = (data[2] | (size_t)data[3] << 8) % BS, n = data[4];
+		uint8_t *blk = img + map[pos] * BS;
 
-	while (size >= 4) {
-		size_t off = (data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16) % len;
-		size_t n = data[3];
-
-		data += 4;
-		size -= 4;
+		data += 5;
+		size -= 5;
 		n = n < size ? n : size;
 		for (size_t i = 0; i < n; i++)
-			span[(off + i) % len] ^= data[i];
+			blk[(off + i) % BS] ^= data[i];
 		data += n;
 		size -= n;
 	}
@@ -191,11 +209,109 @@ static uint32_t reseal(uint8_t *img)
 	return commits;
 }
 
+/* ---- making damaged transactions whole again ------------------------------ */
+
+static uint8_t *log_block(uint8_t *img, uint32_t pos)
+{
+	return img + map[pos] * BS;
+}
+
+/* A data block's tag checksum, of its content with the magic restored. */
+static uint32_t data_csum(const struct jnl_geom *g, uint32_t tid, const struct jnl_tag *tag,
+			  const uint8_t *blk)
+{
+	static _Alignas(8) uint8_t buf[BS];
+	uint32_t magic = htole32(JNL_MAGIC);
+
+	memcpy(buf, blk, BS);
+	if (le32toh(tag->t_flags) & JNL_TAG_ESCAPED)
+		memcpy(buf, &magic, sizeof(magic));
+	return jnl_data_csum(g, tid, buf);
+}
+
+/* Retag the data after the descriptor at @pos, seal it, and add it all to
+ * @sum; returns the position after its data, or 0 past the span. */
+static uint32_t refit_descriptor(uint8_t *img, const struct jnl_geom *g, uint32_t pos,
+				 uint32_t tid, struct jnl_txsum *sum, uint32_t *n)
+{
+	uint8_t *desc = log_block(img, pos);
+	struct jnl_tag *tags = (void *)(desc + sizeof(struct jnl_header));
+	uint32_t ntags = 0, per = jnl_tags_per_block(BS);
+
+	while (ntags < per && pos + 1 + ntags <= LOGSPAN) {
+		struct jnl_tag *tag = &tags[ntags++];
+
+		tag->t_checksum = htole32(data_csum(g, tid, tag, log_block(img, pos + ntags)));
+		if (le32toh(tag->t_flags) & JNL_TAG_LAST)
+			break;
+	}
+	jnl_seal(g, le32toh(((struct jnl_header *)desc)->h_sequence), desc);
+	jnl_txsum_add(sum, jnl_seal_of(g, desc));
+	for (uint32_t i = 0; i < ntags; i++)
+		jnl_txsum_add(sum, le32toh(tags[i].t_checksum));
+	*n += 1 + ntags;
+	pos += 1 + ntags;
+	return pos <= LOGSPAN ? pos : 0;
+}
+
+/* Seal the commit block at @pos over the transaction before it. */
+static void refit_commit(uint8_t *img, const struct jnl_geom *g, uint32_t pos,
+			 struct jnl_txsum *sum, uint32_t n)
+{
+	struct jnl_commit_block *c = (void *)log_block(img, pos);
+
+	c->c_blocks = htole32(n);
+	c->c_data_checksum = htole32(jnl_txsum_final(sum));
+	jnl_seal(g, le32toh(c->c_header.h_sequence), c);
+}
+
+/*
+ * Walk the span as recovery will and make every transaction in it
+ * consistent again -- tags, seals, the commit block's count and checksum
+ * -- so that damage to block numbers, flags, revoke records and IDs
+ * reaches the revoke and replay passes instead of a checksum.
+ */
+static void refit(uint8_t *img, const struct jnl_geom *g)
+{
+	struct jnl_txsum sum = { 0 };
+	uint32_t pos = 1, n = 0, tid = 0;
+
+	while (pos && pos <= LOGSPAN) {
+		struct jnl_header *h = (void *)log_block(img, pos);
+		uint32_t type = le32toh(h->h_blocktype);
+
+		if (le32toh(h->h_magic) != JNL_MAGIC || type < JNL_BT_DESCRIPTOR ||
+		    type > JNL_BT_REVOKE)
+			break;
+		if (!sum.state) {
+			tid = le32toh(h->h_sequence);
+			n = 0;
+			require(!jnl_txsum_init(&sum, g, tid));
+		}
+		if (type == JNL_BT_COMMIT) {
+			refit_commit(img, g, pos++, &sum, n);
+			continue;
+		}
+		if (type == JNL_BT_DESCRIPTOR) {
+			pos = refit_descriptor(img, g, pos, tid, &sum, &n);
+			continue;
+		}
+		jnl_seal(g, le32toh(h->h_sequence), h);
+		jnl_txsum_add(&sum, jnl_seal_of(g, h));
+		n++;
+		pos++;
+	}
+	if (sum.state)
+		jnl_txsum_final(&sum);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct jnl_recovery info;
 	unsigned int flags = size && data[0] & 0x80 ? JNL_RECOVER_CHECK_ONLY : 0;
 	uint8_t *img = bdev_mem_data(dev);
+	const struct jnl_superblock *sb = (const void *)(img + JSTART * BS);
+	struct jnl_geom g = { .bs = BS };
 	uint32_t commits;
 	int err;
 
@@ -204,6 +320,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(img, base[size ? data[0] % NLOGS : 0], (size_t)DEV * BS);
 	if (size)
 		damage(img, data + 1, size - 1);
+	g.seed = le64toh(sb->s_csum_seed);
+	if (size && data[0] & 0x40)
+		refit(img, &g);
 	commits = reseal(img);
 	err = jnl_recover(dev, map, JBLOCKS, flags, &info);
 	require(err == 0 || err == -EUCLEAN);
