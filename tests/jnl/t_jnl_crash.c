@@ -90,6 +90,8 @@ struct model {
 	size_t nacks;
 	size_t commit_write[MAX_TID];           /* log entry of the commit block */
 	size_t commit_flush[MAX_TID];           /* first flush after it */
+	uint64_t commit_blk[MAX_TID];           /* and its device block */
+	const void *commit_data[MAX_TID];       /* and content, in the log */
 	size_t *durable_at;                     /* per prefix: entries flushed */
 	uint32_t max_tid;
 	struct tj *t;
@@ -329,6 +331,8 @@ static void order_block(struct order *o, size_t entry, uint64_t blk, const void 
 	if (le32toh(hd->h_magic) == JNL_MAGIC && le32toh(hd->h_blocktype) == JNL_BT_COMMIT &&
 	    tid < MAX_TID) {
 		o->m->commit_write[tid] = entry + 1;
+		o->m->commit_blk[tid] = blk;
+		o->m->commit_data[tid] = data;
 		o->m->commit_flush[tid] = 0;
 		check_data_flushed(o, entry, tid);
 		if (o->strict)
@@ -561,6 +565,7 @@ struct run {
 	struct bdev *again;             /* an image cut from that */
 	struct seen seen;
 	unsigned long states, distinct;
+	unsigned long early_commits;    /* a commit block without its blocks */
 	unsigned long rec_states, rec_distinct, again_states, again_distinct;
 	unsigned int samples;
 };
@@ -572,6 +577,14 @@ static uint32_t recovered_upto(const struct jnl_recovery *info)
 
 static void sample_recovery(struct run *r, const struct state *s);
 static void free_model(struct model *m);
+
+/* Is the commit block of @tid, whole, in the image?  Recovery writes no
+ * log block, so the recovered image tells. */
+static bool commit_in(const struct model *m, const uint8_t *img, uint32_t tid)
+{
+	return m->commit_write[tid] &&
+	       !memcmp(img + m->commit_blk[tid] * BS, m->commit_data[tid], BS);
+}
 
 /* Recover one crash state of the workload, if its image is new, and
  * check what recovery made of it. */
@@ -603,6 +616,7 @@ static void check_state(struct run *r, size_t prefix, enum bdev_mem_cut mode, ui
 		 "durable or acknowledged %u, written %u (%s)", what, s.got, durable,
 		 written, info.end);
 	check_blocks(m, &s);
+	r->early_commits += s.got < written && commit_in(m, s.img, s.got + 1);
 	if (info.transactions && r->distinct % SAMPLE_EVERY == 0)
 		sample_recovery(r, &s);
 }
@@ -909,7 +923,9 @@ int main(int argc, char **argv)
 	check_all_states(&r);
 	printf("%u transactions, %zu log entries, %zu fsyncs, %zu ordered data writes\n",
 	       m.max_tid, bdev_mem_log_count(t.bd), m.nacks, m.ndata);
-	printf("%lu crash states checked, %lu distinct\n", r.states, r.distinct);
+	printf("%lu crash states checked, %lu distinct; in %lu a commit block reached "
+	       "the disk without all of its transaction\n", r.states, r.distinct,
+	       r.early_commits);
 	printf("recovery sampled in %u states: cut in recovery %lu (%lu distinct), "
 	       "cut after running on %lu (%lu distinct)\n", r.samples, r.rec_states,
 	       r.rec_distinct, r.again_states, r.again_distinct);
