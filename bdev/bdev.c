@@ -102,7 +102,10 @@ static int check_req(const struct bdev *bd, const struct bdev_req *req)
 	return 0;
 }
 
-int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
+/* Validate, count and queue a batch; @w is the waiter of a thread that
+ * will wait for all of it, NULL when nobody waits. */
+static int submit_batch(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
+			struct bdev_waiter *w)
 {
 	int err = 0;
 
@@ -118,6 +121,7 @@ int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 
 		reqs[i]->done = 0;
 		reqs[i]->next = NULL;
+		reqs[i]->waiter = w;
 		if (reqs[i]->op == BDEV_OP_FLUSH) {
 			bdev_stat_add(bd, flushes, 1);
 		} else if (reqs[i]->op == BDEV_OP_READ) {
@@ -129,6 +133,11 @@ int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 		}
 	}
 	return bd->ops->submit(bd, reqs, n);
+}
+
+int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
+{
+	return submit_batch(bd, reqs, n, NULL);
 }
 
 int bdev_submit_inline(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
@@ -224,7 +233,7 @@ int bdev_submit_wait(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 		reqs[i]->end_io = wait_end_io;
 		reqs[i]->private = &slots[i];
 	}
-	err = bdev_submit(bd, reqs, n);
+	err = submit_batch(bd, reqs, n, &w);
 	if (err) {
 		wait_restore(reqs, n, slots);
 		w.left = 0;

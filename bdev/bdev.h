@@ -5,12 +5,15 @@
  * struct bdev: a small ops table plus the device's geometry.  Three
  * backends sit behind it:
  *
- *   io_uring  batched asynchronous submission (the normal case),
+ *   io_uring  batched asynchronous submission (the normal case);
+ *             requests outlive the thread that submitted them,
  *   pread     plain pread/pwrite, used only when io_uring cannot be set up,
  *   mem       an in-memory test device that fails chosen ranges with EIO,
  *             records every write and flush in order, and simulates a
  *             power cut (lose all writes since the last flush, or a random
- *             subset of them, whole, torn or block by block).
+ *             subset of them, whole, torn or block by block).  It
+ *             completes requests inline, or, after bdev_mem_async(), late
+ *             and out of order from its own thread.
  *
  * Requests are asynchronous: bdev_submit() queues a batch and returns; each
  * request's end_io runs exactly once, on any thread, possibly before
@@ -72,6 +75,8 @@ struct bdev_req {
 	size_t done;              /* bytes transferred so far */
 	struct iovec one;         /* storage for a single-buffer request */
 	struct bdev_req *next;    /* a backend's queue of waiting requests */
+	struct bdev_waiter *waiter; /* set by bdev_submit_wait(): the thread
+	                               waiting for it will outlive it */
 };
 
 /* A single-buffer request; @buf stays owned by the caller.  The request
@@ -188,6 +193,23 @@ struct bdev_mem_log_entry {
 	size_t len;
 	const void *data;      /* the bytes written (owned by the device) */
 };
+
+/*
+ * Complete this device's requests asynchronously, as a real device does:
+ * from a thread of the device, after a random delay of up to
+ * @max_delay_us microseconds, in an order chosen at random from @seed.
+ * Requests take effect when they complete, not when they are submitted:
+ * only then is a write visible, pending and in the log.  A flush in a
+ * batch waits until every request submitted before it has completed and
+ * then covers every write completed by then, possibly including some
+ * submitted after it.  bdev_flush() covers only the writes completed when
+ * it is called (see Durability above), then waits for the requests in
+ * flight before returning.  A power cut drops the requests
+ * still queued: they complete with -EIO and change nothing.  Call it
+ * before the first request; it stays on until the device is closed.
+ * -EINVAL if it is on already.
+ */
+int bdev_mem_async(struct bdev *bd, unsigned int max_delay_us, uint64_t seed);
 
 /* A zero-filled device of @size bytes. */
 int bdev_mem_create(uint64_t size, uint32_t block_size, struct bdev **out);

@@ -1,30 +1,46 @@
 /*
  * bdev_uring.c - the io_uring backend.
  *
- * One ring per device.  Submitters queue their requests under u->lock and
- * submit the whole batch with one io_uring_submit().  Completions are
- * reaped under u->cq_lock, by whoever holds it: a thread waiting in
- * bdev_submit_wait() reaps them itself (the kernel wakes it directly, as
- * for a plain system call), and a reaper thread, woken through an eventfd,
- * reaps the ones nobody waits for.  Reaping continues short transfers in
- * the same ring slot and calls end_io.
+ * One ring per device, and one thread of the device that lives as long as
+ * the ring.  The kernel ties the work of a request (io-wq workers, retries
+ * run as task work) to the thread that submitted it, and cancels it when
+ * that thread exits: -ECANCELED or -EFAULT instead of the I/O.  A FUSE
+ * daemon's worker threads come and go with the load, so a thread puts in
+ * the ring only requests it will wait for itself: a thread in
+ * bdev_submit_wait() submits and reaps its own batch (no thread switch for
+ * a synchronous write or an fsync), and every other request -- one nobody
+ * waits for, a continuation of a short transfer that another thread
+ * reaped, one its owner left waiting for a slot -- is submitted by the
+ * device thread, which the others wake through the eventfd.
  *
- * Invariants (u->lock protects the submission side, inflight and the
- * waiting list; u->cq_lock the completion queue):
+ * Completions are reaped under u->cq_lock, by whoever holds it: a thread
+ * waiting in bdev_submit_wait() reaps them itself (the kernel wakes it
+ * directly, as for a plain system call), and the device thread, woken
+ * through the eventfd, reaps the ones nobody waits for.  Reaping continues
+ * short transfers in the same ring slot and calls end_io.
+ *
+ * Invariants (u->lock protects the submission side, inflight, the waiting
+ * list and the redo list; u->cq_lock the completion queue):
  *   1. inflight <= depth <= CQ size, so the completion queue never
- *      overflows; every ring entry (I/O, fsync, the stop NOP) counts.
+ *      overflows; every ring entry counts, and so does a continuation on
+ *      the redo list (it keeps its slot).
  *   2. Nothing stays in the submission queue once u->lock is released,
  *      so io_uring_get_sqe() always has room for inflight <= depth.
- *   3. Requests that find the ring full wait, in order, on a list linked
- *      through req->next.  When the lock is released with requests
- *      waiting, something is in flight, so the reaper will wake and move
- *      them into the ring (once at least half of it is free, so that they
- *      go in batches rather than one system call each).
+ *   3. Requests wait for a ring slot, in order, on a list linked through
+ *      req->next.  A thread that leaves u->lock with work only the device
+ *      thread may do (the list's head could go in, or a continuation
+ *      waits on the redo list) wakes it; otherwise something is in flight
+ *      and whoever reaps it looks again.  Reaping moves the list into the
+ *      ring once at least half of it is free, so that requests go in
+ *      batches rather than one system call each.
  *   4. A flush (a request without segments) enters the ring only when
  *      nothing is in flight: everything submitted before it has completed
  *      (short transfers included, they keep their slot until done), so the
- *      fsync covers it.  The reaper puts it in as the last of them
- *      completes, without a trip back to the submitter.
+ *      fsync covers it.  Its owner puts it in as the last of them
+ *      completes, without a trip to another thread.
+ *   5. The device thread never waits for u->cq_lock: its holder may be
+ *      waiting for requests that only the device thread may submit.  It
+ *      raises cq_wanted instead, and the holder wakes it on leaving.
  */
 #include "bdev_i.h"
 
@@ -35,6 +51,7 @@
 #include <liburing.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -46,26 +63,58 @@
 struct uring_bdev {
 	struct bdev bd;
 	struct io_uring ring;
-	pthread_t reaper;
+	pthread_t thread;          /* the device thread */
 	unsigned int depth;
 	pthread_mutex_t lock;
 	pthread_mutex_t cq_lock;   /* one reaper at a time */
-	int efd;                   /* signalled by every completion */
+	int efd;                   /* signalled by completions and wake-ups */
 	pthread_cond_t idle;       /* signalled when nothing is in flight */
 	unsigned int inflight;
 	struct bdev_req *head, *tail;  /* waiting for a ring slot */
+	struct bdev_req *redo;     /* continuations for the device thread */
+	atomic_bool cq_wanted;     /* the device thread found cq_lock taken */
 	bool stopping;
 };
 
 /* A completion, copied out of the ring so that its slot is free at once. */
 struct uring_done {
-	struct bdev_req *req;      /* NULL: the NOP that stops the reaper */
+	struct bdev_req *req;
 	int res;
 };
+
+/* The device whose thread this is, in a device thread. */
+static _Thread_local const struct uring_bdev *uring_current;
 
 static struct uring_bdev *to_uring(struct bdev *bd)
 {
 	return ut_container_of(bd, struct uring_bdev, bd);
+}
+
+/*
+ * Who submits, for uring_mine(): the device itself in its own thread, the
+ * waiter of a thread in bdev_submit_wait(), or NULL for a thread that
+ * does not wait.
+ */
+static const void *uring_self(const struct uring_bdev *u, const struct bdev_waiter *w)
+{
+	return uring_current == u ? (const void *)u : (const void *)w;
+}
+
+/* Whether @self may hand @req to the kernel: the request's work dies with
+ * the thread that does, and only the device thread outlives every one. */
+static bool uring_mine(const struct uring_bdev *u, const void *self,
+		       const struct bdev_req *req)
+{
+	return self == (const void *)u || (self && self == req->waiter);
+}
+
+static void uring_wake(struct uring_bdev *u)
+{
+	if (eventfd_write(u->efd, 1)) {
+		mlog_err("%s: waking the device thread failed: %s", u->bd.path,
+			 strerror(errno));
+		abort();
+	}
 }
 
 /* A request without segments is an internal fsync. */
@@ -115,17 +164,26 @@ static void uring_push(struct uring_bdev *u)
 	}
 }
 
-/*
- * Move waiting requests into free ring slots.  A flush goes in only when
- * nothing is in flight (invariant 4), so it covers every request queued
- * before it; the ones behind it wait their turn.
- */
-static void uring_fill(struct uring_bdev *u)
+/* Whether the head of the waiting list may enter the ring now.  A flush
+ * goes in only when nothing is in flight (invariant 4), so it covers every
+ * request queued before it; the ones behind it wait their turn.  With
+ * @batching, only once half of the ring is free (invariant 3). */
+static bool uring_head_fits(const struct uring_bdev *u, bool batching)
+{
+	unsigned int free = u->depth - u->inflight;
+
+	if (!u->head || !free || (u->head->iovcnt == 0 && u->inflight))
+		return false;
+	return !batching || !u->inflight || free >= UT_MAX(u->depth / 2, 1u);
+}
+
+/* Move waiting requests that @self may submit into free ring slots, in
+ * order: a request @self may not submit stops it. */
+static void uring_fill(struct uring_bdev *u, const void *self)
 {
 	struct bdev_req *req;
 
-	while (u->head && u->inflight < u->depth &&
-	       !(u->head->iovcnt == 0 && u->inflight)) {
+	while (uring_head_fits(u, false) && uring_mine(u, self, u->head)) {
 		req = u->head;
 		u->head = req->next;
 		if (!u->head)
@@ -136,9 +194,29 @@ static void uring_fill(struct uring_bdev *u)
 	}
 }
 
+/* Continuations other threads reaped (device thread; they hold their slots). */
+static void uring_redo(struct uring_bdev *u)
+{
+	struct bdev_req *req;
+
+	while ((req = u->redo) != NULL) {
+		u->redo = req->next;
+		req->next = NULL;
+		uring_prep(u, req);
+	}
+}
+
+/* Whether the device thread has work no other thread may do (u->lock held). */
+static bool uring_needs_device(const struct uring_bdev *u, bool batching)
+{
+	return u->redo || uring_head_fits(u, batching);
+}
+
 static int uring_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 {
 	struct uring_bdev *u = to_uring(bd);
+	const void *self = uring_self(u, reqs[0]->waiter);
+	bool wake;
 
 	pthread_mutex_lock(&u->lock);
 	for (unsigned int i = 0; i < n; i++) {
@@ -149,13 +227,16 @@ static int uring_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 			u->head = reqs[i];
 		u->tail = reqs[i];
 	}
-	uring_fill(u);
+	uring_fill(u, self);
 	uring_push(u);
+	wake = self != (const void *)u && uring_needs_device(u, false);
 	pthread_mutex_unlock(&u->lock);
+	if (wake)
+		uring_wake(u);
 	return 0;
 }
 
-/* ---- the reaper --------------------------------------------------------- */
+/* ---- reaping ------------------------------------------------------------ */
 
 /* Account for one completion; false if the request goes on. */
 static bool uring_complete(struct uring_bdev *u, struct bdev_req *req, int res)
@@ -195,69 +276,106 @@ static unsigned int uring_peek(struct uring_bdev *u, struct uring_done *got)
 	return n;
 }
 
+/* Continue @req in its slot if @self may, else leave that to the device. */
+static void uring_continue(struct uring_bdev *u, const void *self, struct bdev_req *req)
+{
+	if (uring_mine(u, self, req)) {
+		uring_prep(u, req);
+	} else {
+		req->next = u->redo;
+		u->redo = req;
+	}
+}
+
 /*
  * Settle a batch of completions under the lock: continue unfinished
- * requests, refill the ring, and collect finished ones into @fin.
+ * requests, refill the ring with what @self may submit, wake the device
+ * thread for the rest, and collect finished requests into @fin.
  * Returns how many finished.
  */
-static unsigned int uring_settle(struct uring_bdev *u, struct uring_done *got,
-				 unsigned int n, struct bdev_req **fin)
+static unsigned int uring_settle(struct uring_bdev *u, const void *self,
+				 struct uring_done *got, unsigned int n,
+				 struct bdev_req **fin)
 {
 	unsigned int nfin = 0;
+	bool wake;
 
 	pthread_mutex_lock(&u->lock);
 	for (unsigned int i = 0; i < n; i++) {
 		struct bdev_req *req = got[i].req;
 
-		if (!req) {
-			u->stopping = true;
-			u->inflight--;
-		} else if (uring_complete(u, req, got[i].res)) {
+		if (uring_complete(u, req, got[i].res)) {
 			fin[nfin++] = req;
 			u->inflight--;
 		} else {
-			uring_prep(u, req);  /* keeps its slot */
+			uring_continue(u, self, req);
 		}
 	}
-	if (u->head && (u->depth - u->inflight >= UT_MAX(u->depth / 2, 1u) || !u->inflight))
-		uring_fill(u);
+	if (self == (const void *)u)
+		uring_redo(u);
+	if (uring_head_fits(u, true))
+		uring_fill(u, self);
 	uring_push(u);
 	if (!u->inflight && !u->head)
 		pthread_cond_broadcast(&u->idle);
+	wake = self != (const void *)u && uring_needs_device(u, true);
 	pthread_mutex_unlock(&u->lock);
+	if (wake)
+		uring_wake(u);
 	return nfin;
 }
 
 /* Settle everything the ring holds and run end_io (cq_lock held). */
-static void uring_drain(struct uring_bdev *u)
+static void uring_drain(struct uring_bdev *u, const void *self)
 {
 	struct uring_done got[REAP_BATCH];
 	struct bdev_req *fin[REAP_BATCH];
 	unsigned int n;
 
 	while ((n = uring_peek(u, got)) != 0) {
-		n = uring_settle(u, got, n, fin);
+		n = uring_settle(u, self, got, n, fin);
 		for (unsigned int i = 0; i < n; i++)
 			if (fin[i]->end_io)
 				fin[i]->end_io(fin[i]);
 	}
 }
 
-static void *uring_reaper(void *arg)
+/* Submit what only the device thread may: continuations and the list. */
+static void uring_service(struct uring_bdev *u)
+{
+	pthread_mutex_lock(&u->lock);
+	uring_redo(u);
+	uring_fill(u, u);
+	uring_push(u);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Reap unless a waiter is reaping (invariant 5). */
+static void uring_try_drain(struct uring_bdev *u)
+{
+	atomic_store(&u->cq_wanted, true);
+	if (pthread_mutex_trylock(&u->cq_lock))
+		return;
+	atomic_store(&u->cq_wanted, false);
+	uring_drain(u, u);
+	pthread_mutex_unlock(&u->cq_lock);
+}
+
+static void *uring_thread(void *arg)
 {
 	struct uring_bdev *u = arg;
 	uint64_t count;
 	bool stop;
 
+	uring_current = u;
 	do {
 		if (read(u->efd, &count, sizeof(count)) < 0 && errno != EINTR) {
 			mlog_err("%s: reading the completion eventfd failed: %s",
 				 u->bd.path, strerror(errno));
 			abort();
 		}
-		pthread_mutex_lock(&u->cq_lock);
-		uring_drain(u);
-		pthread_mutex_unlock(&u->cq_lock);
+		uring_service(u);
+		uring_try_drain(u);
 		pthread_mutex_lock(&u->lock);
 		stop = u->stopping && !u->inflight && !u->head;
 		pthread_mutex_unlock(&u->lock);
@@ -267,7 +385,8 @@ static void *uring_reaper(void *arg)
 
 /*
  * A synchronous submitter reaps for itself while its requests are out,
- * unless someone else is reaping: then that one delivers them.
+ * unless someone else is reaping: then that one delivers them.  Leaving,
+ * it wakes the device thread if that found the completion queue taken.
  */
 static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 {
@@ -277,8 +396,9 @@ static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 
 	if (pthread_mutex_trylock(&u->cq_lock))
 		return;
-	/* The reaper need not wake while we reap: what arrives before the
-	 * eventfd is on again is drained below, what arrives after wakes it. */
+	/* The device thread need not wake while we reap: what arrives before
+	 * the eventfd is on again is drained below, what arrives after wakes
+	 * it. */
 	io_uring_cq_eventfd_toggle(&u->ring, false);
 	while (bdev_waiter_pending(w)) {
 		err = io_uring_wait_cqe(&u->ring, &cqe);
@@ -286,11 +406,13 @@ static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 			mlog_err("%s: io_uring_wait_cqe failed: %s", u->bd.path, strerror(-err));
 			abort();
 		}
-		uring_drain(u);
+		uring_drain(u, w);
 	}
 	io_uring_cq_eventfd_toggle(&u->ring, true);
-	uring_drain(u);
+	uring_drain(u, w);
 	pthread_mutex_unlock(&u->cq_lock);
+	if (atomic_exchange(&u->cq_wanted, false))
+		uring_wake(u);
 }
 
 /* ---- flush, close, setup ------------------------------------------------ */
@@ -308,6 +430,7 @@ static int uring_flush(struct bdev *bd)
 	bdev_req_init(&req, BDEV_OP_FLUSH, 0, NULL, 0);
 	req.end_io = uring_flush_done;
 	req.private = &w;
+	req.waiter = &w;
 	bdev_waiter_init(&w, 1);
 	uring_submit(bd, &r, 1);
 	uring_wait(bd, &w);
@@ -315,23 +438,18 @@ static int uring_flush(struct bdev *bd)
 	return req.result;
 }
 
-/* Drain everything in flight, then stop the reaper with a NOP. */
+/* Wait until nothing is in flight, then stop the device thread. */
 static void uring_close(struct bdev *bd)
 {
 	struct uring_bdev *u = to_uring(bd);
-	struct io_uring_sqe *sqe;
 
 	pthread_mutex_lock(&u->lock);
 	while (u->inflight || u->head)
 		pthread_cond_wait(&u->idle, &u->lock);
-	sqe = io_uring_get_sqe(&u->ring);
-	assert(sqe);
-	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data(sqe, NULL);
-	u->inflight++;
-	uring_push(u);
+	u->stopping = true;
 	pthread_mutex_unlock(&u->lock);
-	pthread_join(u->reaper, NULL);
+	uring_wake(u);
+	pthread_join(u->thread, NULL);
 
 	io_uring_queue_exit(&u->ring);
 	close(u->efd);
@@ -354,7 +472,7 @@ static const struct bdev_ops uring_ops = {
 static int uring_probe(struct io_uring *ring)
 {
 	static const int ops[] = { IORING_OP_READ, IORING_OP_WRITE, IORING_OP_READV,
-				   IORING_OP_WRITEV, IORING_OP_FSYNC, IORING_OP_NOP };
+				   IORING_OP_WRITEV, IORING_OP_FSYNC };
 	struct io_uring_probe *p = io_uring_get_probe_ring(ring);
 	int err = 0;
 
@@ -367,7 +485,8 @@ static int uring_probe(struct io_uring *ring)
 	return err;
 }
 
-/* Every completion bumps an eventfd, which is what the reaper sleeps on. */
+/* Every completion bumps an eventfd, which is what the device thread
+ * sleeps on. */
 static int uring_eventfd(struct uring_bdev *u)
 {
 	int err;
@@ -383,15 +502,16 @@ static int uring_eventfd(struct uring_bdev *u)
 	return 0;
 }
 
-/* The reaper blocks every signal: they belong to the application's threads. */
-static int uring_start_reaper(struct uring_bdev *u)
+/* The device thread blocks every signal: they belong to the application's
+ * threads. */
+static int uring_start_thread(struct uring_bdev *u)
 {
 	sigset_t all, old;
 	int err;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&u->reaper, NULL, uring_reaper, u);
+	err = pthread_create(&u->thread, NULL, uring_thread, u);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -err;
 }
@@ -424,7 +544,7 @@ int bdev_uring_setup(struct bdev *file, unsigned int depth, struct bdev **out,
 	pthread_mutex_init(&u->cq_lock, NULL);
 	pthread_cond_init(&u->idle, NULL);
 	*what = "pthread_create";
-	err = uring_start_reaper(u);
+	err = uring_start_thread(u);
 	if (!err) {
 		*out = &u->bd;
 		return 0;

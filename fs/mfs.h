@@ -75,6 +75,49 @@ int mfs_block_to_path(uint32_t addr_per_block, uint64_t lblk,
 		      uint32_t offsets[4]);
 /* Largest file size in bytes for a block size. */
 uint64_t mfs_max_file_size(uint32_t block_size);
+/* Largest file in blocks: the logical blocks a block map can reach. */
+uint64_t mfs_max_file_blocks(uint32_t block_size);
+
+/* A symbolic link whose target is in i_block, which is then no block map. */
+bool mfs_inode_is_fast_symlink(const struct mfs_inode *in);
+/*
+ * An i_size beyond the largest file the block map can reach is damage:
+ * -EUCLEAN naming the inode and the field in @why.
+ */
+int mfs_inode_check_size(const struct mfs_super *sb, uint32_t ino,
+			 const struct mfs_inode *in, char *why, size_t len);
+
+/* ---- the block-map walk -------------------------------------------------- */
+
+/*
+ * One walk over the block map of inode @ino, for every reader of block
+ * maps (the tools through raw reads, the daemon through its cache).
+ * It calls @data for each mapped block of the logical range asked for, in
+ * order, and skips a hole of any size in one step, so its cost is bounded
+ * by the indirect blocks and pointers on disk, never by i_size.  An i_size
+ * beyond the largest file, an indirect block whose checksum fails and a
+ * pointer outside the groups are -EUCLEAN with the reason in @why.
+ */
+struct mfs_bmap_walk {
+	const struct mfs_super *sb;
+	uint32_t ino;
+	const struct mfs_inode *in;
+	/* Read block @blk into @buf (block size bytes, bdev_alloc_buf). */
+	int (*read_block)(void *read_ctx, uint64_t blk, void *buf);
+	void *read_ctx;
+	/* Indirect block @blk of level @depth (1 single .. 3 triple) passed its
+	 * checks; NULL if not wanted.  Non-zero ends the walk. */
+	int (*indirect)(void *ctx, uint64_t blk, int depth);
+	/* Logical block @lblk is at @pblk.  Non-zero ends the walk and is
+	 * returned: a positive value stops it without an error. */
+	int (*data)(void *ctx, uint64_t lblk, uint64_t pblk);
+	void *ctx;
+	char *why;
+	size_t whylen;
+};
+
+/* Walk logical blocks [@first, @end) (clamped to the largest file). */
+int mfs_bmap_walk(const struct mfs_bmap_walk *w, uint64_t first, uint64_t end);
 
 /* ---- superblock ---------------------------------------------------------- */
 
@@ -153,11 +196,15 @@ int mfs_raw_gdesc(struct mfs_raw *raw, uint32_t group,
 /* Inode @ino, checksum verified (a never-used, all-zero slot is fine). */
 int mfs_raw_inode(struct mfs_raw *raw, uint32_t ino, struct mfs_inode *in);
 /* Device block of logical block @lblk of @in (0 for a hole), indirect
- * block checksums verified. */
+ * block checksums verified: mfs_bmap_walk() over one block. */
 int mfs_raw_bmap(struct mfs_raw *raw, uint32_t ino, const struct mfs_inode *in,
 		 uint64_t lblk, uint64_t *pblk);
 /* Read block @blk into @buf (raw->bs bytes, from bdev_alloc_buf). */
 int mfs_raw_read(struct mfs_raw *raw, uint64_t blk, void *buf);
+/* Set up @w to walk @in's block map with raw reads, reasons in raw->why;
+ * the caller fills in data, indirect and ctx. */
+void mfs_raw_bmap_walk_init(struct mfs_raw *raw, uint32_t ino,
+			    const struct mfs_inode *in, struct mfs_bmap_walk *w);
 
 /*
  * Check a directory block of directory @ino: checksum tail, rec_len

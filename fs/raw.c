@@ -142,41 +142,42 @@ int mfs_raw_inode(struct mfs_raw *raw, uint32_t ino, struct mfs_inode *in)
 	return 0;
 }
 
-/* Follow one indirect level: slot @idx of indirect block @blk. */
-static int raw_indirect(struct mfs_raw *raw, uint32_t ino, uint64_t blk,
-			uint32_t idx, uint64_t *next)
+static int raw_read_block(void *raw, uint64_t blk, void *buf)
 {
-	uint32_t *ptrs = bdev_alloc_buf(raw->bs);
-	int err;
+	return mfs_raw_read(raw, blk, buf);
+}
 
-	if (!ptrs)
-		return -ENOMEM;
-	err = mfs_raw_read(raw, blk, ptrs);
-	if (!err && !mfs_block_csum_ok(&raw->sb, MFS_CSUM_INDIRECT, ino, ptrs))
-		err = corrupt(raw, "indirect block %" PRIu64 " of inode %" PRIu32
-			      ": checksum mismatch", blk, ino);
-	if (!err)
-		*next = le32toh(ptrs[idx]);
-	bdev_free_buf(ptrs);
-	return err;
+void mfs_raw_bmap_walk_init(struct mfs_raw *raw, uint32_t ino,
+			    const struct mfs_inode *in, struct mfs_bmap_walk *w)
+{
+	*w = (struct mfs_bmap_walk){
+		.sb = &raw->sb, .ino = ino, .in = in,
+		.read_block = raw_read_block, .read_ctx = raw,
+		.why = raw->why, .whylen = sizeof(raw->why),
+	};
+}
+
+static int found_block(void *pblk, uint64_t lblk, uint64_t blk)
+{
+	(void)lblk;
+	*(uint64_t *)pblk = blk;
+	return 1;
 }
 
 int mfs_raw_bmap(struct mfs_raw *raw, uint32_t ino, const struct mfs_inode *in,
 		 uint64_t lblk, uint64_t *pblk)
 {
-	uint32_t offsets[4];
-	int depth = mfs_block_to_path(mfs_addr_per_block(raw->bs), lblk, offsets);
-	uint64_t blk;
-	int err = 0;
+	struct mfs_bmap_walk w;
+	int err;
 
-	if (!depth)
+	if (lblk >= mfs_max_file_blocks(raw->bs))
 		return corrupt(raw, "block %" PRIu64 " is beyond the largest file", lblk);
-	blk = le32toh(in->i_block[offsets[0]]);
-	for (int level = 1; level < depth && blk && !err; level++)
-		err = raw_indirect(raw, ino, blk, offsets[level], &blk);
-	if (!err && blk >= le64toh(raw->sb.s_blocks_count))
-		err = corrupt(raw, "inode %" PRIu32 " maps block %" PRIu64
-			      " to %" PRIu64 ", outside the filesystem", ino, lblk, blk);
-	*pblk = err ? 0 : blk;
-	return err;
+	mfs_raw_bmap_walk_init(raw, ino, in, &w);
+	w.data = found_block;
+	w.ctx = pblk;
+	*pblk = 0;
+	err = mfs_bmap_walk(&w, lblk, lblk + 1);
+	if (err < 0)
+		*pblk = 0;
+	return err < 0 ? err : 0;
 }

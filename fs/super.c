@@ -49,10 +49,15 @@ static int check_groups(const struct mfs_super *sb, char *why, size_t len)
 	if (fdb != (bs == 1024 ? 1u : 0u))
 		return ut_corrupt(why, len, "superblock: first data block %" PRIu32
 			   " wrong for %" PRIu32 "-byte blocks", fdb, bs);
+	/* One bitmap block holds a group's bits, and the inode table holds
+	 * whole blocks of inodes. */
 	if (bpg < 8 || bpg > 8 * bs || bpg % 8)
-		return ut_corrupt(why, len, "superblock: %" PRIu32 " blocks per group", bpg);
+		return ut_corrupt(why, len, "superblock: %" PRIu32 " blocks per group "
+			   "(must be a multiple of 8 from 8 to %" PRIu32 ")", bpg, 8 * bs);
 	if (ipg == 0 || ipg > 8 * bs || ipg % (bs / MFS_INODE_SIZE))
-		return ut_corrupt(why, len, "superblock: %" PRIu32 " inodes per group", ipg);
+		return ut_corrupt(why, len, "superblock: %" PRIu32 " inodes per group "
+			   "(must be a multiple of %" PRIu32 " from %" PRIu32 " to %" PRIu32 ")",
+			   ipg, bs / MFS_INODE_SIZE, bs / MFS_INODE_SIZE, 8 * bs);
 	if (blocks <= fdb || blocks > UINT32_MAX)
 		return ut_corrupt(why, len, "superblock: block count %" PRIu64, blocks);
 	groups = (blocks - fdb + bpg - 1) / bpg;

@@ -91,7 +91,7 @@ struct jnl_tx;
  * the filesystem's inode; the journal owns the fields.
  */
 struct jnl_inode {
-	uint64_t ji_ino;              /* the filesystem's, for write_ordered */
+	uint64_t ji_ino;              /* the filesystem's, for submit_ordered */
 	uint32_t ji_tid;              /* newest transaction listing it */
 	bool ji_listed;               /* ji_tid is valid */
 	bool ji_flushing;             /* a commit is writing its data */
@@ -109,17 +109,37 @@ struct jnl_config {
 	 * Transactions are kept to half of it.
 	 */
 	uint32_t max_pinned;
-	/* Ordered mode: write inode @ji's dirty data home and wait for it.
-	 * Called by the commit thread before the transaction's log blocks. */
-	int (*write_ordered)(void *arg, struct jnl_inode *ji);
+	/*
+	 * Ordered mode, in two halves as jbd2 has them: submit_ordered starts
+	 * writing inode @ji's dirty data home (pc_write_range), then, once
+	 * every inode of the transaction is submitted, wait_ordered waits for
+	 * it (pc_wait_range); either may be NULL.  They run before the
+	 * transaction's log blocks, in whichever thread commits: the commit
+	 * thread, or any thread in jnl_start, jnl_commit_wait, jnl_sync,
+	 * jnl_checkpoint or jnl_close (making room commits and checkpoints).
+	 * So they must not take a lock such a caller may hold; by the lock
+	 * order (docs/DESIGN.md) those callers hold no page lock and no
+	 * mapping writeback lock, and the halves above take neither the
+	 * mapping's writeback lock nor any page lock while sleeping on another.
+	 * An error aborts the journal.
+	 */
+	int (*submit_ordered)(void *arg, struct jnl_inode *ji);
+	int (*wait_ordered)(void *arg, struct jnl_inode *ji);
 	void *arg;
 };
 
 /*
  * A handle: one atomic filesystem operation.  Lives on the caller's stack
- * between jnl_start() and jnl_stop().  Handles never nest, and a thread
- * holding one never waits for a commit (jnl_commit_wait, jnl_sync ...):
- * the commit waits for the handle.
+ * between jnl_start() and jnl_stop(), which one thread calls.  The lock
+ * order (docs/DESIGN.md): a handle is started before any page lock is
+ * taken, so a thread holding a page lock or a mapping's writeback lock
+ * (inside writepage(s)) never starts one; writeback never needs a handle,
+ * since the filesystem allocates blocks when the write happens, as ext3
+ * does.  Handles never nest, and a thread holding one never waits for a
+ * commit (jnl_commit_wait, jnl_sync ...): the commit waits for the
+ * handle.  Debug builds abort at once on any of these, naming the rule.
+ * While a thread holds a handle its page allocations never wait for
+ * writeback that needs the journal (pc_nofs_begin).
  */
 struct jnl_handle {
 	struct jnl *h_journal;
@@ -171,9 +191,19 @@ int jnl_dirty(struct jnl_handle *h, uint64_t home);
  * write access and dirty in one. */
 int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
 /*
- * Block @home was freed: recovery must not replay older copies of it, and
- * no pending copy of it is written home.  The filesystem must not reuse the
- * block before the handle's transaction has committed.
+ * Block @home was freed: recovery replays no copy of it logged by this
+ * transaction or an earlier one, and once this transaction has committed
+ * no older copy of it is written home.  Until then a crash undoes the
+ * free, so the last committed copy stays in the log or goes home.  A
+ * checkpoint write of the block already under way is waited for.
+ *
+ * The block may be journalled again at once, by this transaction or a
+ * later one, through its old page or another (a freed metadata block may
+ * come back as another mapping's data): a block the transaction dirties
+ * after its revoke is logged and not revoked, and its new copy is the one
+ * recovery replays.  Written home without the journal (as file data), it
+ * must wait until this transaction has committed, or a crash would give
+ * the old owner the new owner's bytes.
  */
 int jnl_revoke(struct jnl_handle *h, uint64_t home);
 /* Ordered mode: @ji's data goes home before this transaction commits. */

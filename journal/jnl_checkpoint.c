@@ -12,6 +12,11 @@
  *   K3  The log start in the journal superblock moves past a transaction
  *       only after its home writes have completed and been flushed, and its
  *       log blocks are reused only after that superblock is durable.
+ *   K4  A revoked block keeps its place on the checkpoint list until the
+ *       transaction that freed it has committed: before that a crash
+ *       undoes the free, so its last committed copy must stay in the log
+ *       or reach home.  A checkpoint commits that transaction first (as in
+ *       K2), then drops the block without writing it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,7 +34,8 @@ struct cp_batch {
 	uint32_t n;
 };
 
-/* Does a newer transaction hold one of @t's buffers?  Which (j_lock held). */
+/* Does a newer transaction hold, or an uncommitted one free, one of @t's
+ * buffers?  Which (j_lock held). */
 static bool newer_holder(const struct jnl *j, struct jnl_tx *t, uint32_t *tid)
 {
 	struct ut_list *pos, *tmp;
@@ -39,6 +45,10 @@ static bool newer_holder(const struct jnl *j, struct jnl_tx *t, uint32_t *tid)
 
 		if (jb->b_tx || jb->b_committing) {
 			*tid = jb->b_tx ? jb->b_tx->t_tid : j->j_committing->t_tid;
+			return true;
+		}
+		if (jb->b_freed && jnl_tid_before(j->j_commit_done, jb->b_freed_tid)) {
+			*tid = jb->b_freed_tid;      /* K4 */
 			return true;
 		}
 	}
@@ -57,6 +67,12 @@ static int gather(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
 
 		if (b->n == CP_BATCH)
 			break;
+		if (jb->b_freed) {           /* K4: freed, and that committed */
+			ut_list_del(&jb->b_cp_link);
+			jb->b_cp_tx = NULL;
+			jnl_buf_release_if_idle(j, jb);
+			continue;
+		}
 		copy = bdev_alloc_buf(bs);
 		if (!copy)
 			return -ENOMEM;

@@ -15,6 +15,8 @@
  *       block of a transaction is written into an empty log.
  *   C5  Only after the commit block is durable do the buffers go on the
  *       transaction's checkpoint list and become due for their home.
+ *   C6  A transaction never both logs and revokes one block: journalling
+ *       a block again after its revoke cancels the revoke.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +39,51 @@ static void commit_free(struct commit *c)
 	free(c->blocks);
 	free(c->bufs);
 	free(c->ordered);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * C6: a block this transaction logs is not revoked by it (j_lock held).
+ * jnl_revoke() takes a block out of the transaction, so a logged block
+ * was journalled again after its last revoke: it was freed and reused,
+ * and recovery must replay this copy, which a revoke record of the same
+ * transaction would hide.  Revokes of earlier transactions still hide the
+ * older copies.  Duplicate revokes go too.
+ */
+static int cancel_revokes(struct jnl_tx *t, const struct commit *c)
+{
+	uint32_t n = 0;
+	bool *logged;
+
+	if (!t->t_nrevokes)
+		return 0;
+	qsort(t->t_revokes, t->t_nrevokes, sizeof(*t->t_revokes), cmp_u64);
+	for (uint32_t i = 0; i < t->t_nrevokes; i++)
+		if (!n || t->t_revokes[n - 1] != t->t_revokes[i])
+			t->t_revokes[n++] = t->t_revokes[i];
+	t->t_nrevokes = n;
+	logged = calloc(n, sizeof(*logged));
+	if (!logged)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->n; i++) {
+		uint64_t *hit = bsearch(&c->blocks[i].home, t->t_revokes, n,
+					sizeof(*hit), cmp_u64);
+
+		if (hit)
+			logged[hit - t->t_revokes] = true;
+	}
+	t->t_nrevokes = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!logged[i])
+			t->t_revokes[t->t_nrevokes++] = t->t_revokes[i];
+	free(logged);
+	return 0;
 }
 
 /* C2: copy the dirty buffers and detach every buffer (j_lock held). */
@@ -82,14 +129,33 @@ static void take_ordered(struct jnl_tx *t, struct commit *c)
 			c->ordered[i]->ji_flushing = true;
 }
 
-/* C3, without j_lock: jnl_forget_inode() waits on ji_flushing. */
-static int write_ordered(struct jnl *j, struct commit *c)
+/* Call @fn for every ordered inode; the first error. */
+static int each_ordered(struct jnl *j, struct commit *c,
+			int (*fn)(void *, struct jnl_inode *))
 {
 	int err = 0;
 
-	for (uint32_t i = 0; i < c->nordered && !err; i++)
-		if (c->ordered[i] && j->j_cfg.write_ordered)
-			err = j->j_cfg.write_ordered(j->j_cfg.arg, c->ordered[i]);
+	for (uint32_t i = 0; i < c->nordered && fn; i++) {
+		int rc = c->ordered[i] ? fn(j->j_cfg.arg, c->ordered[i]) : 0;
+
+		err = err ? err : rc;
+	}
+	return err;
+}
+
+/*
+ * C3, without j_lock: jnl_forget_inode() waits on ji_flushing.  Every
+ * inode's data is submitted before any is waited for, so the writes of
+ * all of them are in flight together.  Whatever the submit half returns,
+ * the wait half runs: no write may still be in flight when the commit
+ * gives up.
+ */
+static int write_ordered(struct jnl *j, struct commit *c)
+{
+	int err = each_ordered(j, c, j->j_cfg.submit_ordered);
+	int werr = each_ordered(j, c, j->j_cfg.wait_ordered);
+
+	err = err ? err : werr;
 	pthread_mutex_lock(&j->j_lock);
 	for (uint32_t i = 0; i < c->nordered; i++)
 		if (c->ordered[i])
@@ -114,6 +180,8 @@ static int lock_tx(struct jnl *j, struct jnl_tx *t, struct commit *c)
 		pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
 	int err = snapshot(j, t, c);
 	if (!err)
+		err = cancel_revokes(t, c);
+	if (!err)
 		take_ordered(t, c);
 	t->t_state = TX_FLUSHING;
 	pthread_cond_broadcast(&j->j_wait_updates);    /* snapshot taken */
@@ -128,11 +196,9 @@ static void file_checkpoint(struct jnl *j, struct jnl_tx *t, struct commit *c)
 		struct jnl_buf *jb = c->bufs[i];
 
 		jb->b_committing = false;
-		if (jb->b_revoked) {
-			jb->b_revoked = false;
-			jnl_buf_release_if_idle(j, jb);
-			continue;
-		}
+		/* A copy logged after the block's free is its new owner's. */
+		if (jb->b_freed && !jnl_tid_before(t->t_tid, jb->b_freed_tid))
+			jb->b_freed = false;
 		if (jb->b_cp_tx)
 			ut_list_del(&jb->b_cp_link);
 		jb->b_cp_tx = t;

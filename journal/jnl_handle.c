@@ -3,10 +3,68 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jnl_i.h"
+
+/* ---- the lock order's debug check ---------------------------------------- */
+
+#ifndef NDEBUG
+static _Thread_local unsigned int tl_handles;
+
+static _Noreturn void violation(const char *why, unsigned int n)
+{
+	mlog_err("lock order violated: %s (%u held; see \"Lock order\" in "
+		 "docs/DESIGN.md)", why, n);
+	abort();
+}
+
+void jnl_order_check_start(void)
+{
+	if (tl_handles)
+		violation("jnl_start while this thread holds a handle: handles "
+			  "never nest", tl_handles);
+	if (pc_page_locks_held())
+		violation("jnl_start while holding a page lock: a handle is "
+			  "started before any page lock", pc_page_locks_held());
+	if (pc_wb_locks_held())
+		violation("jnl_start in writeback (a mapping's writeback lock "
+			  "is held): writeback never starts a handle",
+			  pc_wb_locks_held());
+}
+
+void jnl_order_check_wait(const char *what, bool handle_ok)
+{
+	char why[160];
+
+	if (tl_handles && !handle_ok) {
+		snprintf(why, sizeof(why), "%s while holding a handle: the "
+			 "commit waits for the handle", what);
+		violation(why, tl_handles);
+	}
+	if (pc_page_locks_held()) {
+		snprintf(why, sizeof(why), "%s while holding a page lock: the "
+			 "commit's ordered data may need it", what);
+		violation(why, pc_page_locks_held());
+	}
+	if (pc_wb_locks_held()) {
+		snprintf(why, sizeof(why), "%s in writeback (a mapping's "
+			 "writeback lock is held)", what);
+		violation(why, pc_wb_locks_held());
+	}
+}
+
+void jnl_order_handle(int delta)
+{
+	if (delta < 0 && !tl_handles)
+		violation("jnl_stop in a thread that did not start the handle", 0);
+	tl_handles = (unsigned int)((int)tl_handles + delta);
+}
+#endif
+
+/* ---- transactions -------------------------------------------------------- */
 
 static struct jnl_tx *tx_new(struct jnl *j)
 {
@@ -46,7 +104,9 @@ static int grow_array(void **arr, uint32_t *cap, uint32_t n, size_t elem)
 	return 0;
 }
 
-/* Log blocks not promised to anyone. */
+/* Log blocks not promised to anyone.  One block always stays free, so a
+ * full log (head on tail) never reads as an empty one; reservations are
+ * worst cases, so this is the second guard, not the only one. */
 static uint32_t log_free(const struct jnl *j)
 {
 	uint32_t used = jnl_log_used(j) + j->j_reserved + 1;
@@ -134,6 +194,7 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 {
 	int err;
 
+	jnl_order_check_start();
 	memset(h, 0, sizeof(*h));
 	h->h_journal = j;
 	h->h_credits = credits;
@@ -150,6 +211,12 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 		j->j_stats.handles++;
 	}
 	pthread_mutex_unlock(&j->j_lock);
+	if (!err) {
+		jnl_order_handle(1);
+		/* A page this thread allocates until jnl_stop must not wait
+		 * for writeback that only a later transaction can do. */
+		pc_nofs_begin();
+	}
 	return err;
 }
 
@@ -166,6 +233,8 @@ int jnl_stop(struct jnl_handle *h)
 		h->h_err = -EIO;
 	pthread_mutex_unlock(&j->j_lock);
 	h->h_tx = NULL;
+	jnl_order_handle(-1);
+	pc_nofs_end();
 	return h->h_err;
 }
 
@@ -175,6 +244,24 @@ static int handle_error(struct jnl_handle *h, int err)
 	if (!h->h_err)
 		h->h_err = err;
 	return err;
+}
+
+/*
+ * A freed block may come back through another page (as another mapping's
+ * data, say) while older transactions still hold its old copy.  A commit
+ * writes from its snapshot, and a checkpoint never writes a freed block
+ * from its page (K4 of jnl_checkpoint.c), so the buffer needs the old page
+ * no more: it takes the new one (j_lock held).  Any other second page for
+ * one block is a caller bug.
+ */
+static bool take_page(struct jnl_buf *jb, struct pc_page *pg)
+{
+	if (jb->b_tx || !jb->b_freed)
+		return false;
+	pc_get_page(pg);
+	pc_put_page(jb->b_page);
+	jb->b_page = pg;
+	return true;
 }
 
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
@@ -189,7 +276,7 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	jb = jnl_buf_get(j, pg, home);
 	if (!jb)
 		err = -ENOMEM;
-	else if (jb->b_page != pg)
+	else if (jb->b_page != pg && !take_page(jb, pg))
 		err = -EINVAL;       /* two pages for one block: a caller bug */
 	else if (jb->b_tx != h->h_tx && h->h_used >= h->h_credits)
 		err = -ENOSPC;
@@ -240,20 +327,20 @@ static int add_revoke(struct jnl_tx *t, uint64_t home)
 	return err;
 }
 
-/* No copy of a freed block may be written home any more. */
-static void forget_buf(struct jnl *j, struct jnl_buf *jb)
+/*
+ * Block freed by transaction @tid: that transaction no longer logs it.
+ * Older copies stay where they are until the free has committed, since a
+ * crash before that undoes the free (K4 of jnl_checkpoint.c).
+ */
+static void forget_buf(struct jnl *j, struct jnl_buf *jb, uint32_t tid)
 {
 	if (jb->b_tx) {
 		ut_list_del(&jb->b_tx_link);
 		jb->b_tx->t_nbufs--;
 		jb->b_tx = NULL;
 	}
-	if (jb->b_cp_tx) {
-		ut_list_del(&jb->b_cp_link);
-		jb->b_cp_tx = NULL;
-	}
-	if (jb->b_committing)
-		jb->b_revoked = true;
+	jb->b_freed = true;
+	jb->b_freed_tid = tid;
 	jnl_buf_release_if_idle(j, jb);
 }
 
@@ -280,7 +367,7 @@ int jnl_revoke(struct jnl_handle *h, uint64_t home)
 		while ((jb = jnl_buf_find(j, home)) && jb->b_cp_busy)
 			pthread_cond_wait(&j->j_wait_done, &j->j_lock);
 		if (jb)
-			forget_buf(j, jb);
+			forget_buf(j, jb, h->h_tid);
 	}
 	pthread_mutex_unlock(&j->j_lock);
 	return err ? handle_error(h, err) : 0;
@@ -317,6 +404,10 @@ static void unlist(struct jnl_tx *t, const struct jnl_inode *ji)
 
 void jnl_forget_inode(struct jnl *j, struct jnl_inode *ji)
 {
+	/* The ordered data being written is a committing transaction's,
+	 * whose handles have all stopped: a handle may wait for it, a page
+	 * lock may not. */
+	jnl_order_check_wait("jnl_forget_inode", true);
 	pthread_mutex_lock(&j->j_lock);
 	/* A commit may be writing its data right now: let it finish. */
 	while (ji->ji_flushing)

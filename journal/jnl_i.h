@@ -49,8 +49,16 @@ int jnl_log_write(const struct jnl_geom *g, const struct jnl_tx_io *io,
  * COMMITTING its log blocks and commit block are written (jnl_log.c);
  * COMMITTED  on the checkpoint list until all its buffers are home.
  *
- * Lock order: j_cp_mutex, then j_sb_mutex, then j_lock.  The page cache's
- * locks are never held when taking any of them.
+ * Lock order: j_cp_mutex, then j_sb_mutex, then j_lock; the daemon's
+ * whole order is in docs/DESIGN.md ("Lock order").  A handle comes before
+ * all of them.  j_cp_mutex and j_sb_mutex are taken only by threads that
+ * hold no page lock and no mapping writeback lock (jnl_start, commit
+ * waits, the commit thread), and a commit run under them takes page locks
+ * for ordered data (pc_write_range), so they come before page locks.
+ * j_lock may be taken holding page locks; it is never held while sleeping
+ * on a page or on I/O, and under it the journal only puts page references
+ * (which may reach the cache's pool lock).  Ordered data is written
+ * without j_lock and without any mapping's writeback lock.
  */
 enum jnl_tx_state {
 	TX_RUNNING,
@@ -87,7 +95,8 @@ struct jnl_buf {
 	struct jnl_tx *b_cp_tx;      /* committed transaction to write it home */
 	bool b_dirty;                /* changed in b_tx */
 	bool b_committing;           /* in the log image being written */
-	bool b_revoked;              /* freed while committing: never home */
+	bool b_freed;                /* revoked by b_freed_tid: see K4 */
+	uint32_t b_freed_tid;
 	bool b_cp_busy;              /* a checkpoint is writing a copy home */
 	struct ut_list b_tx_link, b_cp_link;
 	struct jnl_buf *b_hash_next;
@@ -100,7 +109,8 @@ struct jnl {
 	uint32_t j_max_tx;               /* credits per transaction */
 	uint32_t j_loglen;               /* s_maxlen - s_first */
 
-	pthread_mutex_t j_lock;          /* everything below */
+	pthread_mutex_t j_lock;          /* everything below; after page
+	                                    locks, before the cache's own */
 	pthread_cond_t j_wait_updates;   /* a handle stopped */
 	pthread_cond_t j_wait_commit;    /* the commit thread has work */
 	pthread_cond_t j_wait_done;      /* a commit or checkpoint finished */
@@ -121,7 +131,8 @@ struct jnl {
 	uint32_t j_nbufs;                /* buffers, i.e. pages pinned */
 	struct jnl_stats j_stats;
 
-	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time */
+	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time;
+	                                    before page locks */
 	pthread_mutex_t j_sb_mutex;      /* one superblock writer at a time */
 	pthread_t j_thread;
 };
@@ -146,8 +157,35 @@ int jnl_sync_sb(struct jnl *j);
 /* Write the oldest committed transaction home; 0 when there was none
  * left, 1 when one was done, or -errno. */
 int jnl_checkpoint_one(struct jnl *j);
+/*
+ * The lock order's debug check (docs/DESIGN.md, "Lock order"): each thread
+ * counts the handles it holds; jnl_start and every wait for a commit check
+ * that count and the page cache's (pc_page_locks_held, pc_wb_locks_held)
+ * and abort at once, naming the rule, on a violation.  Release builds keep
+ * no count and check nothing.
+ */
+#ifndef NDEBUG
+void jnl_order_check_start(void);
+void jnl_order_check_wait(const char *what, bool handle_ok);
+void jnl_order_handle(int delta);
+#else
+static inline void jnl_order_check_start(void) {}
+static inline void jnl_order_check_wait(const char *what, bool handle_ok)
+{
+	(void)what;
+	(void)handle_ok;
+}
+static inline void jnl_order_handle(int delta) { (void)delta; }
+#endif
+
 /* Wake the commit thread for @tid and wait for it (j_lock held). */
 int jnl_wait_commit_locked(struct jnl *j, uint32_t tid);
 void jnl_abort(struct jnl *j, int err, const char *what);
+
+/* Transaction IDs wrap: is @a older than @b? */
+static inline bool jnl_tid_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
 
 #endif /* MISCFS_JNL_I_H */

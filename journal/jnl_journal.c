@@ -181,6 +181,7 @@ static void *commit_thread(void *arg)
 
 int jnl_wait_commit_locked(struct jnl *j, uint32_t tid)
 {
+	jnl_order_check_wait("waiting for a commit", false);
 	while (!j->j_aborted && (int32_t)(j->j_commit_done - tid) < 0) {
 		struct jnl_tx *t = j->j_running;
 

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -168,6 +169,9 @@ void pc_cache_destroy(struct pc_cache *c)
 			 atomic_load(&c->nr_regions));
 	pc_flusher_stop(c);
 	pc_registry_del(c);
+	/* Completions that released their pages may still be leaving. */
+	while (atomic_load(&c->nr_ending))
+		sched_yield();
 	fini_sync(c);
 	free_pool(c);
 	free(c);

@@ -283,6 +283,8 @@ void pc_balance_dirty(struct pc_cache *c)
 {
 	uint64_t before;
 
+	if (pc_page_locks_held())
+		pc_order_violation("pc_balance_dirty while holding a page lock");
 	while ((before = atomic_load(&c->nr_dirty)) > c->max_dirty) {
 		pc_flusher_sync(c);
 		if (atomic_load(&c->nr_dirty) >= before)

@@ -92,6 +92,23 @@ void pc_mapping_destroy(struct pc_mapping *m)
 	free(m);
 }
 
+int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags)
+{
+	int err = 0;
+
+	if (flags & ~PC_MAPPING_WB_NEEDS_TX)
+		return -EINVAL;
+	/* The cache counts the dirty pages of such mappings as they turn
+	 * dirty and clean: the flag may change only while there are none. */
+	pthread_mutex_lock(&m->lock);
+	if (atomic_load(&m->nr_dirty))
+		err = -EBUSY;
+	else
+		atomic_store(&m->flags, flags);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
 void *pc_mapping_ctx(const struct pc_mapping *m)
 {
 	return m->ctx;
@@ -142,6 +159,7 @@ int pc_add_new_page(struct pc_mapping *m, uint64_t index,
 	if (!p)
 		return -ENOMEM;
 	SetPageLocked(p);
+	pc_held_page_lock();
 	pthread_mutex_lock(&m->lock);
 	q = pc_index_get_locked(m, index);
 	if (!q)
@@ -203,11 +221,14 @@ int pc_find_or_create_page(struct pc_mapping *m, uint64_t index,
 /* Read a locked page that is not uptodate and wait for the result. */
 int pc_readpage_sync(struct pc_mapping *m, struct pc_page *p)
 {
+	unsigned int held = pc_held_pages() - 1;  /* the page goes to the read */
+
 	ClearPageError(p);
 	if (m->ops->readpage)
 		m->ops->readpage(m->ctx, p);
 	else
 		pc_end_read(p, -EIO);
+	pc_held_pages_set(held);
 	pc_wait_on_page_locked(p);
 	return PageUptodate(p) ? 0 : -EIO;
 }
@@ -351,6 +372,7 @@ static bool invalidate_page(struct pc_mapping *m, struct pc_page *p)
 	}
 	remove_page(m, p);
 	ClearPageLocked(p);     /* count 0: no waiter can exist */
+	pc_held_page_unlock();
 	pc_page_free(m->cache, p);
 	return true;
 }

@@ -16,6 +16,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -69,12 +70,76 @@ static void clear_bit_wake(struct pc_page *p, unsigned int bit)
 		pc_page_wake(p);
 }
 
+/* ---- the lock order's per-thread count ----------------------------------- */
+
+#ifndef NDEBUG
+static _Thread_local unsigned int tl_page_locks, tl_wb_locks;
+
+void pc_held_page_lock(void)
+{
+	tl_page_locks++;
+}
+
+/* A thread may unlock a page another thread locked (an owner ending a
+ * write, say): never below zero. */
+void pc_held_page_unlock(void)
+{
+	if (tl_page_locks)
+		tl_page_locks--;
+}
+
+unsigned int pc_held_pages(void)
+{
+	return tl_page_locks;
+}
+
+void pc_held_pages_set(unsigned int n)
+{
+	tl_page_locks = n;
+}
+
+void pc_held_wb(int delta)
+{
+	tl_wb_locks = (unsigned int)((int)tl_wb_locks + delta);
+}
+
+unsigned int pc_page_locks_held(void)
+{
+	return tl_page_locks;
+}
+
+unsigned int pc_wb_locks_held(void)
+{
+	return tl_wb_locks;
+}
+#else
+unsigned int pc_page_locks_held(void)
+{
+	return 0;
+}
+
+unsigned int pc_wb_locks_held(void)
+{
+	return 0;
+}
+#endif
+
+void pc_order_violation(const char *why)
+{
+	mlog_err("lock order violated: %s (see \"Lock order\" in docs/DESIGN.md)",
+		 why);
+	abort();
+}
+
 /* ---- the page lock ------------------------------------------------------- */
 
 bool pc_trylock_page(struct pc_page *page)
 {
-	return !(atomic_fetch_or_explicit(&page->flags, PF(PG_locked),
-					  memory_order_acquire) & PF(PG_locked));
+	if (atomic_fetch_or_explicit(&page->flags, PF(PG_locked),
+				     memory_order_acquire) & PF(PG_locked))
+		return false;
+	pc_held_page_lock();
+	return true;
 }
 
 void pc_lock_page(struct pc_page *page)
@@ -85,6 +150,7 @@ void pc_lock_page(struct pc_page *page)
 
 void pc_unlock_page(struct pc_page *page)
 {
+	pc_held_page_unlock();
 	clear_bit_wake(page, PG_locked);
 }
 
@@ -198,6 +264,11 @@ int pc_set_page_dirty_default(struct pc_page *page)
 /* A dirty page became clean without being written (or before it is). */
 void pc_account_clean(struct pc_mapping *m)
 {
+	/* Read before the count drops: the flag changes only at zero. */
+	bool tx = atomic_load(&m->flags) & PC_MAPPING_WB_NEEDS_TX;
+
+	if (tx)
+		atomic_fetch_sub(&m->cache->nr_dirty_tx, 1);
 	atomic_fetch_sub(&m->nr_dirty, 1);
 	atomic_fetch_sub(&m->cache->nr_dirty, 1);
 }
@@ -216,14 +287,35 @@ void pc_set_page_writeback(struct pc_page *page)
 }
 
 /*
+ * An I/O completion runs in the device's thread and still touches the page
+ * and the cache after clearing the bit that lets waiters go on (waking
+ * them, pc_progress); the thread that waited may be on its way to
+ * pc_cache_destroy by then, which waits for these to end.
+ */
+static struct pc_cache *end_begin(struct pc_page *page)
+{
+	struct pc_cache *c = pc_page_mapping(page)->cache;
+
+	atomic_fetch_add(&c->nr_ending, 1);
+	return c;
+}
+
+/* The last touch of the cache by a completion. */
+static void end_done(struct pc_cache *c)
+{
+	atomic_fetch_sub(&c->nr_ending, 1);
+}
+
+/*
  * The mapping cannot go away before the bit is cleared: truncation and
  * reclaim both wait for (or skip) pages under writeback.  So everything
- * that needs @m happens first.
+ * that needs @m happens first, and so do the cache's counters: a thread
+ * woken by the bit (pc_sync_mapping returning) must find them settled.
  */
 void pc_end_page_writeback(struct pc_page *page, int err)
 {
 	struct pc_mapping *m = pc_page_mapping(page);
-	struct pc_cache *c = m->cache;
+	struct pc_cache *c = end_begin(page);
 
 	if (err) {
 		int zero = 0;
@@ -234,19 +326,24 @@ void pc_end_page_writeback(struct pc_page *page, int err)
 			 (unsigned long long)pc_page_index(page), strerror(-err));
 	}
 	atomic_fetch_sub(&m->nr_writeback, 1);
-	clear_bit_wake(page, PG_writeback);
-	atomic_fetch_sub(&c->nr_writeback, 1);
 	atomic_fetch_add(&c->written, 1);
+	atomic_fetch_sub(&c->nr_writeback, 1);
+	clear_bit_wake(page, PG_writeback);
 	pc_progress(c);
+	end_done(c);
 }
 
 void pc_end_read(struct pc_page *page, int err)
 {
+	struct pc_cache *c = end_begin(page);
+
 	if (err)
 		SetPageError(page);
 	else
 		SetPageUptodate(page);
-	pc_unlock_page(page);
+	/* The lock was handed to the read: no thread's count holds it. */
+	clear_bit_wake(page, PG_locked);
+	end_done(c);
 }
 
 /* ---- private data -------------------------------------------------------- */

@@ -24,11 +24,18 @@
  * Threads: every call is safe from any thread unless said otherwise.  A
  * lookup of a cached page takes no lock at all.
  *
- * Lock order (outermost first), see pagecache/README.md:
+ * Lock order (outermost first), see pagecache/README.md and the daemon's
+ * whole order in docs/DESIGN.md:
+ *   [a journal handle, the filesystem's own locks] >
  *   mapping writeback lock > page lock (several: in index order) >
  *   mapping index lock > dirty-mapping list lock > LRU lock > pool lock.
  * The owner's operations are called with no cache-internal lock held,
- * but possibly with page locks held as each one documents.
+ * but possibly with page locks held as each one documents.  Writeback
+ * (writepage, writepages) therefore never starts a journal handle nor
+ * waits for a commit: a filesystem allocates blocks when the write
+ * happens (as ext3 does), so writing a page back only maps it.  Debug
+ * builds count the locks each thread holds (pc_page_locks_held) and abort
+ * on a violation, naming the rule.
  *
  * Errors are negative errno values.
  */
@@ -236,6 +243,16 @@ struct pc_wbc {
  *     ends it with pc_end_page_writeback(page, err), or
  *   - declines it: pc_set_page_dirty_default(page) and unlocks it.
  * Pages come sorted by index, so runs of neighbours can become one I/O.
+ * The unlocks happen before writepage(s) returns, in the calling thread.
+ * Writeback runs with the mapping's writeback lock and the page locks
+ * held: it must not start a journal handle, wait for a commit, or call
+ * pc_write_and_wait_range / pc_sync_mapping.  Blocks are allocated when
+ * the write happens (under the filesystem's handle), so writeback only
+ * maps pages to blocks; a page whose writeback would need a transaction
+ * (journalled data not yet journalled) is declined and journalled by the
+ * filesystem later, handle first, then page locks.  Two writeback calls
+ * for one mapping may run at once (a pass and pc_write_range), never for
+ * the same page.
  */
 struct pc_mapping_ops {
 	/* NULL: the page fails with -EIO. */
@@ -284,6 +301,18 @@ int pc_mapping_create(struct pc_cache *c, const struct pc_mapping_ops *ops,
  * other thread may use the mapping during or after the call.
  */
 void pc_mapping_destroy(struct pc_mapping *m);
+/*
+ * Mapping flags.  PC_MAPPING_WB_NEEDS_TX: the owner's writeback cannot
+ * clean this mapping's dirty pages without a transaction of its own (a
+ * journalled file's pages awaiting journalling, PG_fs_misc); its
+ * writepages declines them until the filesystem journals them.  The
+ * cache then knows that waiting for writeback cannot free those pages
+ * for a thread inside a transaction (pc_nofs_begin).
+ */
+#define PC_MAPPING_WB_NEEDS_TX 0x1u
+/* Set the mapping's flags; -EBUSY while it has dirty pages, -EINVAL for
+ * an unknown flag. */
+int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags);
 void *pc_mapping_ctx(const struct pc_mapping *m);
 struct pc_cache *pc_mapping_cache(const struct pc_mapping *m);
 uint64_t pc_mapping_nrpages(const struct pc_mapping *m);
@@ -352,7 +381,11 @@ void pc_set_page_writeback(struct pc_page *page);
  * Wakes waiters.  Any thread, any context.
  */
 void pc_end_page_writeback(struct pc_page *page, int err);
-/* End a read: uptodate (err 0) or PG_error, then unlock. */
+/*
+ * End a read: uptodate (err 0) or PG_error, then unlock.  The page lock
+ * belongs to the read once the page is handed to readpage(s), so this
+ * unlock counts for no thread in the debug lock-order check.
+ */
 void pc_end_read(struct pc_page *page, int err);
 
 /* Owner's private pointer; the page must be locked. */
@@ -386,6 +419,51 @@ uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
 int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 /* The whole mapping (fsync). */
 int pc_sync_mapping(struct pc_mapping *m);
+
+/*
+ * The two halves of integrity writeback, for a journal commit's ordered
+ * data (jbd2's submit and finish).  pc_write_range starts writeback of
+ * the dirty pages holding bytes [start, end) without taking the mapping's
+ * writeback lock, so it never waits behind another thread's writeback
+ * pass: it walks the cached pages of the range, sleeps on a page lock only
+ * while holding no other (a holder never waits for a commit, by the lock
+ * order), waits for an earlier write of a dirty page before writing it
+ * again, and leaves pages a concurrent pass has already taken to that
+ * pass.  Returns 0 or the owner's first error.  Call it holding no page
+ * lock.  pc_wait_range then waits for all writeback in the range,
+ * including writes other passes started, and returns the mapping's
+ * recorded write error without clearing it (the next fsync still reports
+ * it), or 0.
+ */
+int pc_write_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+
+/*
+ * The calling thread enters (leaves) a filesystem transaction: it holds a
+ * journal handle, which a commit waits for.  Scopes nest.  Inside one, an
+ * allocation that finds no page to reclaim waits for writeback only while
+ * writeback can free one without the transaction ending (writes are in
+ * flight, or dirty pages of mappings without PC_MAPPING_WB_NEEDS_TX
+ * exist); otherwise it takes a page of the cache's reserve (the pages
+ * otherwise kept for the flusher) or, that empty too, fails at once with
+ * -ENOMEM.  jnl_start and jnl_stop call these (as jbd2 sets the kernel's
+ * memalloc_nofs_save per handle).
+ */
+void pc_nofs_begin(void);
+void pc_nofs_end(void);
+
+/* ---- the lock order's debug check ---------------------------------------- */
+
+/*
+ * Debug builds (NDEBUG unset): the page locks the calling thread holds,
+ * and the mapping writeback locks it holds (it is inside a writeback pass
+ * and its owner's writepage(s)).  A lock handed to the owner with a page
+ * (readpage(s), writepage(s)) counts for the thread only until the owner
+ * returns.  Release builds: always 0.  Layers above the cache assert on
+ * these (the journal: no handle starts while either is non-zero).
+ */
+unsigned int pc_page_locks_held(void);
+unsigned int pc_wb_locks_held(void);
 
 /* ---- readahead ------------------------------------------------------------ */
 
@@ -428,7 +506,10 @@ int pc_read_page_ra(struct pc_mapping *m, struct pc_ra_state *ra,
  * size, which must equal the cache's).  Returns 0 with *block set,
  * PC_BLOCK_HOLE (reads: the page is zero-filled; writes: nothing is
  * written and the page counts as clean), or -errno (the page fails).
- * @write is true when called for writeback (an owner may allocate then).
+ * @write is true when called for writeback.  It runs under page locks and
+ * the mapping's writeback lock, so it must not start a journal handle:
+ * the filesystem allocates a page's block when the page is written to,
+ * as ext3 does, and here only looks it up.
  */
 typedef int (*pc_block_map_fn)(void *ctx, struct pc_mapping *m,
 			       uint64_t index, bool write, uint64_t *block);

@@ -2,18 +2,26 @@
  * pc_i.h - the page cache's private structures, shared by its files.
  *
  * Lock order (outermost first; never take an earlier one while holding a
- * later one):
- *   1. m->wb_mutex     one writeback pass per mapping at a time
+ * later one).  The daemon's whole order is in docs/DESIGN.md ("Lock
+ * order"): a journal handle and the journal's checkpoint and superblock
+ * mutexes come before all of these, the journal's j_lock between page
+ * locks and m->lock.
+ *   1. m->wb_mutex     one writeback pass per mapping at a time; its
+ *                      owner's writepage(s) never starts a handle
  *   2. page lock       PG_locked; several only in increasing index order
  *   3. m->lock         the mapping's index (writers) and dirty queue
  *   4. c->wb_lock      the list of dirty mappings, flusher state
  *   5. c->lru_lock     the two LRU lists, PG_lru/PG_active, clearing
  *                      page->mapping
  *   6. c->pool_lock    the free list
+ * c->pass_mutex (one background pass) is taken before 1, and also by an
+ * allocation holding page locks: a background pass only tries 1 and 2.
+ * pc_write_range (a journal commit's ordered data) takes 2 without 1.
  * Lookups of the index take none of them (see index.c).  No lock is held
  * while calling the owner's operations except the page locks they expect
  * and, for writepages, m->wb_mutex.  Nothing allocates a page while
  * holding m->lock, c->lru_lock or c->pool_lock (reclaim takes them).
+ * Debug builds count 1 and 2 per thread (pc_held_*) for the checks.
  */
 #ifndef MISCFS_PC_I_H
 #define MISCFS_PC_I_H
@@ -71,30 +79,32 @@ struct pc_cache {
 	void *arena_map;                /* the mmap holding it */
 	size_t arena_len;
 
-	pthread_mutex_t pool_lock;
+	pthread_mutex_t pool_lock;      /* order 6: innermost */
 	pthread_cond_t pool_cond;       /* progress, for waiting allocations */
 	uint32_t free_head;
 	uint32_t nr_free;
 	_Atomic uint64_t progress;      /* frees + writeback completions */
+	_Atomic uint32_t nr_ending;     /* pc_end_* calls still running */
 	_Atomic uint32_t alloc_waiters;
 
-	pthread_mutex_t lru_lock;
+	pthread_mutex_t lru_lock;       /* order 5 */
 	struct pc_list active, inactive;
 
 	struct pc_stripe stripes[PC_STRIPES];
 	_Atomic uint64_t nr_pages, nr_dirty, nr_writeback;
+	_Atomic uint64_t nr_dirty_tx;   /* of PC_MAPPING_WB_NEEDS_TX mappings */
 	_Atomic uint64_t written, evictions, ra_pages, alloc_waits;
 	_Atomic uint64_t region_bytes, index_bytes, passes;
 	_Atomic uint32_t nr_mappings, nr_regions;
 
-	pthread_mutex_t wb_lock;
+	pthread_mutex_t wb_lock;        /* order 4 */
 	pthread_cond_t wb_cond;         /* wakes the flusher */
 	pthread_cond_t wb_done;         /* a pass ended, a mapping let go */
 	struct pc_mapping *dirty_head, *dirty_tail;
 	bool wb_kick, wb_stop, has_flusher;
 	_Atomic bool kicked;            /* a kick is pending (cheap check) */
 	uint64_t pass_started, pass_done;
-	pthread_mutex_t pass_mutex;     /* one pass at a time */
+	pthread_mutex_t pass_mutex;     /* one pass at a time; before 1 */
 	pthread_t flusher;
 };
 
@@ -109,7 +119,7 @@ struct pc_mapping {
 	const struct pc_mapping_ops *ops;
 	void *ctx;
 
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;                  /* order 3 */
 	_Atomic uint32_t seq;                  /* odd while chains move */
 	_Atomic uint32_t order;                /* PC_SEG0 << order buckets */
 	_Atomic uint32_t *_Atomic seg[PC_NSEGS];
@@ -121,7 +131,10 @@ struct pc_mapping {
 	size_t dq_len, dq_cap;
 	bool dq_lost;                          /* an index could not be queued */
 
-	pthread_mutex_t wb_mutex;
+	pthread_mutex_t wb_mutex;              /* order 1: after any journal
+	                                          handle; never held when one
+	                                          starts */
+	_Atomic unsigned int flags;            /* PC_MAPPING_* */
 
 	/* under c->wb_lock */
 	struct pc_mapping *dnext, *dprev;
@@ -131,6 +144,30 @@ struct pc_mapping {
 };
 
 /* ---- page.c ---- */
+
+/*
+ * The lock order's debug check (see "Lock order" in docs/DESIGN.md).  In
+ * debug builds each thread counts the page locks it holds and the mapping
+ * writeback locks (m->wb_mutex) it holds; a lock handed to the owner with
+ * a page (readpage(s), writepage(s)) leaves the count of the thread that
+ * hands it over, which the caller settles with pc_held_pages_set() once
+ * the owner returns.  Release builds keep no count.
+ */
+#ifndef NDEBUG
+void pc_held_page_lock(void);
+void pc_held_page_unlock(void);
+unsigned int pc_held_pages(void);
+void pc_held_pages_set(unsigned int n);
+void pc_held_wb(int delta);
+#else
+static inline void pc_held_page_lock(void) {}
+static inline void pc_held_page_unlock(void) {}
+static inline unsigned int pc_held_pages(void) { return 0; }
+static inline void pc_held_pages_set(unsigned int n) { (void)n; }
+static inline void pc_held_wb(int delta) { (void)delta; }
+#endif
+/* Abort at once, naming the rule @why broke (debug builds call it). */
+_Noreturn void pc_order_violation(const char *why);
 static inline uint32_t pc_page_id(const struct pc_cache *c,
 				  const struct pc_page *p)
 {

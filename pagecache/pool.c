@@ -149,11 +149,29 @@ void pc_progress(struct pc_cache *c)
 	}
 }
 
-/* The flusher may use the last few free pages; nobody else may, so that
- * writeback can always make progress. */
-static struct pc_page *pool_pop(struct pc_cache *c)
+/* ---- threads inside a filesystem transaction ---------------------------- */
+
+static _Thread_local unsigned int tl_nofs;
+
+void pc_nofs_begin(void)
 {
-	uint32_t floor = pc_in_flusher() ? 0 : c->reserve;
+	tl_nofs++;
+}
+
+void pc_nofs_end(void)
+{
+	tl_nofs--;
+}
+
+/*
+ * The flusher may use the last few free pages, so that writeback can
+ * always make progress; so may a thread inside a transaction (@reserve)
+ * when only the end of a transaction can free a page: it must not wait
+ * for that.
+ */
+static struct pc_page *pool_pop(struct pc_cache *c, bool reserve)
+{
+	uint32_t floor = pc_in_flusher() || reserve ? 0 : c->reserve;
 	struct pc_page *p = NULL;
 
 	pthread_mutex_lock(&c->pool_lock);
@@ -268,6 +286,7 @@ static bool reclaim_locked(struct pc_cache *c, struct pc_page *p)
 	atomic_store_explicit(&p->mapping, NULL, memory_order_release);
 	/* Count 0: nobody holds the page, so nobody waits on its lock. */
 	ClearPageLocked(p);
+	pc_held_page_unlock();
 	atomic_fetch_add(&c->evictions, 1);
 	pc_page_free(c, p);
 	return true;
@@ -360,6 +379,23 @@ static bool wait_for_room(struct pc_cache *c, uint64_t *seen, unsigned int *idle
 	return false;
 }
 
+/* Can writeback free a page without a transaction ending?  Dirty pages of
+ * PC_MAPPING_WB_NEEDS_TX mappings cannot be written until their owner
+ * journals them; writes in flight and other dirty pages can. */
+static bool writeback_can_help(struct pc_cache *c)
+{
+	return atomic_load(&c->nr_writeback) ||
+	       atomic_load(&c->nr_dirty) > atomic_load(&c->nr_dirty_tx);
+}
+
+static struct pc_page *nofs_fail(struct pc_cache *c)
+{
+	mlog_err("page cache: no page for a thread inside a transaction: all "
+		 "%u are in use, and only the end of a transaction can free "
+		 "one", c->max_pages);
+	return NULL;
+}
+
 struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 {
 	uint64_t seen = atomic_load(&c->progress);
@@ -367,7 +403,7 @@ struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 	bool waited = false;
 
 	for (;;) {
-		struct pc_page *p = pool_pop(c);
+		struct pc_page *p = pool_pop(c, false);
 		bool dirty = false;
 
 		if (p) {
@@ -381,6 +417,12 @@ struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 		}
 		if (mode == PC_ALLOC_NOWAIT)
 			return NULL;
+		if (tl_nofs && !writeback_can_help(c)) {
+			if (!(p = pool_pop(c, true)))
+				return nofs_fail(c);
+			prep_new_page(p);
+			return p;
+		}
 		if (!waited) {
 			waited = true;
 			atomic_fetch_add(&c->alloc_waits, 1);

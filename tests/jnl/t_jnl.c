@@ -17,7 +17,7 @@ void tj_setup(struct tj *t, uint32_t bs, uint64_t dev_blocks, uint64_t jstart,
 	memset(t, 0, sizeof(*t));
 	t->bs = bs;
 	t->nblocks = jblocks;
-	t_ok(bdev_mem_create(dev_blocks * bs, bs, &t->bd));
+	t->bd = t_dev_create(dev_blocks * bs, bs);
 	pcfg.data_align = t->bd->dma_align;
 	t_ok(pc_cache_create(&pcfg, &t->cache));
 	t_ok(pc_mapping_create(t->cache, &pc_identity_ops, t->bd, &t->meta));

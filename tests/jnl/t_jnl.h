@@ -7,6 +7,7 @@
 #include "jnl.h"
 #include "pc.h"
 #include "t.h"
+#include "t_dev.h"
 
 struct tj {
 	struct bdev *bd;
@@ -20,7 +21,7 @@ struct tj {
 };
 
 /*
- * A memory device of @dev_blocks blocks with a journal of @jblocks blocks
+ * A device (t_dev.h) of @dev_blocks blocks with a journal of @jblocks blocks
  * from block @jstart on; with @gap, the journal's blocks skip a few device
  * blocks in the middle (a journal file is not always contiguous).
  */

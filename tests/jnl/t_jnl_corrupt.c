@@ -1,7 +1,9 @@
 /*
  * t_jnl_corrupt - a flipped byte in a descriptor, data, revoke or commit
  * block of a transaction stops replay at that transaction, with a message
- * naming it; a damaged journal superblock replays nothing.
+ * naming it; so does a commit block whose own seal or whose checksum over
+ * the transaction's blocks is wrong.  A damaged journal superblock replays
+ * nothing.
  */
 #include <endian.h>
 #include <inttypes.h>
@@ -72,7 +74,22 @@ static void flip(struct bdev *bd, uint64_t blk, uint32_t off)
 	b[blk * BS + off] ^= 0x20;
 }
 
-static void check_damage(uint32_t type, const char *kind, const char *text)
+/* Seal a header block of transaction @tid again, as the writer would. */
+static void reseal(struct bdev *bd, uint64_t blk, uint32_t tid)
+{
+	uint8_t *b = (uint8_t *)bdev_mem_data(bd) + blk * BS;
+	uint32_t seal = htole32(jnl_csum(0xfeedbeefull + tid, b, BS - 4));
+
+	memcpy(b + BS - 4, &seal, 4);
+}
+
+/*
+ * Flip byte @off of the first block of @type in the middle transaction
+ * (with @resealed, seal it again so that only what the byte means is
+ * wrong), recover, and check that the log ended there, saying @text.
+ */
+static void check_damage_at(uint32_t type, uint32_t off, bool resealed,
+			    const char *kind, const char *text)
 {
 	struct tj t;
 	struct jnl_recovery info;
@@ -83,9 +100,13 @@ static void check_damage(uint32_t type, const char *kind, const char *text)
 	t_ok(bdev_mem_create(DEV * BS, BS, &img));      /* the device as it is */
 	memcpy(bdev_mem_data(img), bdev_mem_data(t.bd), (size_t)DEV * BS);
 	pos = find_block(img, t.map, tids[1], type);
-	flip(img, t.map[pos], type == JNL_BT_COMMIT ? 26 : 600);
+	flip(img, t.map[pos], off);
+	if (resealed)
+		reseal(img, t.map[pos], tids[1]);
 	t_ok(jnl_recover(img, t.map, t.nblocks, 0, &info));
-	t_eq(info.transactions, 1);
+	t_assert(info.transactions == 1, "%s: %u transactions accepted, the "
+		 "damaged one ends the log after 1 (%s)", kind, info.transactions,
+		 info.end);
 	t_eq(info.last_tid, tids[0]);
 	t_assert(strstr(info.end, text), "%s: '%s' lacks '%s'", kind, info.end, text);
 	{
@@ -103,6 +124,11 @@ static void check_damage(uint32_t type, const char *kind, const char *text)
 	printf("ok: %s -> %s\n", kind, info.end);
 	bdev_close(img);
 	tj_teardown(&t);
+}
+
+static void check_damage(uint32_t type, const char *kind, const char *text)
+{
+	check_damage_at(type, type == JNL_BT_COMMIT ? 26 : 600, false, kind, text);
 }
 
 /* A damaged journal superblock: nothing replayed, and said so. */
@@ -129,6 +155,13 @@ int main(void)
 	check_damage(0, "data block", "data block at log block");
 	check_damage(JNL_BT_REVOKE, "revoke block", "revoke block at log block");
 	check_damage(JNL_BT_COMMIT, "commit block", "commit block at log block");
+	/* The commit time is covered by the commit block's own seal only. */
+	check_damage_at(JNL_BT_COMMIT, 13, false, "commit block's seal",
+			"commit block at log block");
+	/* A well-sealed commit block whose checksum over the transaction's
+	 * blocks is wrong: what an async commit's torn batch would leave. */
+	check_damage_at(JNL_BT_COMMIT, 28, true, "transaction checksum",
+			"data checksum mismatch");
 	check_superblock();
 	return 0;
 }

@@ -140,8 +140,9 @@ static size_t log_entry_of(struct bdev *bd, uint64_t blk)
 	t_fail("block %" PRIu64 " was never written", blk);
 }
 
-/* The commit asks for an inode's data: write its newest stamp home. */
-static int write_ordered(void *arg, struct jnl_inode *ji)
+/* The commit asks for an inode's data: write its newest stamp home (at
+ * once, so there is nothing left for wait_ordered). */
+static int submit_ordered(void *arg, struct jnl_inode *ji)
 {
 	struct model *m = arg;
 	uint64_t blk = DATA0 + ji->ji_ino;
@@ -270,7 +271,7 @@ static void run_workload(struct model *m)
 
 	for (uint32_t k = 0; k < NINODE; k++)
 		m->inode[k].ji_ino = k;
-	t->cfg.write_ordered = write_ordered;
+	t->cfg.submit_ordered = submit_ordered;
 	t->cfg.arg = m;
 	bdev_mem_record(t->bd, true);
 	tj_open(t);
@@ -743,7 +744,7 @@ static void attach(struct tj *t2, const struct tj *t, struct bdev *bd)
 	*t2 = *t;
 	t2->bd = bd;
 	t2->j = NULL;
-	t2->cfg.write_ordered = NULL;
+	t2->cfg.submit_ordered = NULL;
 	t_ok(pc_cache_create(&pcfg, &t2->cache));
 	t_ok(pc_mapping_create(t2->cache, &pc_identity_ops, bd, &t2->meta));
 }

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <string.h>
+#include <unistd.h>
 
 void t_pattern(void *buf, uint64_t i, uint32_t bs)
 {
@@ -32,7 +33,32 @@ bool t_is_pattern(const void *buf, uint64_t i, uint32_t bs)
 
 const void *t_dev_block(struct t_env *e, uint64_t i)
 {
-	return (const char *)bdev_mem_data(e->bd) + i * e->bs;
+	if (t_dev_is_mem())
+		return (const char *)bdev_mem_data(e->bd) + i * e->bs;
+	if (!e->dev_buf && !(e->dev_buf = bdev_alloc_buf(e->bs)))
+		t_fail("no memory");
+	t_ok(bdev_read(e->bd, i * e->bs, e->dev_buf, e->bs));
+	return e->dev_buf;
+}
+
+/* The pattern onto every block, past the device (its counters stay 0). */
+static void fill_pattern(struct t_env *e, uint64_t blocks)
+{
+	const uint64_t chunk = 64;
+	char *buf = bdev_alloc_buf(chunk * e->bs);
+	size_t len;
+
+	t_assert(buf, "no memory");
+	for (uint64_t i = 0; i < blocks; i += chunk) {
+		len = UT_MIN(chunk, blocks - i) * e->bs;
+		for (uint64_t k = 0; k < len / e->bs; k++)
+			t_pattern(buf + k * e->bs, i + k, e->bs);
+		if (t_dev_is_mem())
+			memcpy((char *)bdev_mem_data(e->bd) + i * e->bs, buf, len);
+		else if (pwrite(e->bd->fd, buf, len, (off_t)(i * e->bs)) != (ssize_t)len)
+			t_fail("writing the pattern: %s", strerror(errno));
+	}
+	bdev_free_buf(buf);
 }
 
 /* ---- the counting owner -------------------------------------------------- */
@@ -124,9 +150,8 @@ void t_env_init_cfg(struct t_env *e, uint32_t bs, uint64_t blocks,
 {
 	memset(e, 0, sizeof(*e));
 	e->bs = bs;
-	t_ok(bdev_mem_create(blocks * bs, bs, &e->bd));
-	for (uint64_t i = 0; i < blocks; i++)
-		t_pattern((char *)bdev_mem_data(e->bd) + i * bs, i, bs);
+	e->bd = t_dev_create(blocks * bs, bs);
+	fill_pattern(e, blocks);
 	if (!cfg->block_size)
 		cfg->block_size = bs;
 	if (!cfg->data_align)
@@ -153,6 +178,7 @@ void t_env_fini(struct t_env *e)
 		pc_mapping_destroy(e->m);
 	pc_cache_destroy(e->c);
 	bdev_close(e->bd);
+	bdev_free_buf(e->dev_buf);
 }
 
 /* ---- threads and logs ---------------------------------------------------- */

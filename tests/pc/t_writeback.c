@@ -58,6 +58,10 @@ static void check_ranges(void)
 	t_eq(b.writes - a.writes, 2);
 	t_eq(b.submits - a.submits, 1);
 	t_assert(!atomic_load(&e.own.unsorted), "unsorted batch");
+	if (!t_dev_is_mem()) {
+		t_env_fini(&e);
+		return;
+	}
 
 	/* A failed write is reported once, and marks the page. */
 	t_ok(bdev_mem_fail(e.bd, 50 * BS, BS, BDEV_MEM_FAIL_WRITE));
@@ -112,8 +116,9 @@ static void check_threshold(void)
 	pc_get_stats(e.c, &st);
 	t_assert(st.dirty <= PAGES / 10, "%llu pages still dirty",
 		 (unsigned long long)st.dirty);
-	t_assert(st.written >= 10, "flusher wrote %llu",
-		 (unsigned long long)st.written);
+	/* The pass started the writes; they may still be in flight. */
+	t_assert(st.written + st.writeback >= 10, "flusher wrote %llu",
+		 (unsigned long long)(st.written + st.writeback));
 	t_env_fini(&e);
 }
 
