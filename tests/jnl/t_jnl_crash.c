@@ -4,8 +4,9 @@
  * Run with "async" for the one-flush commit.
  *
  * Several hundred handles of mixed sizes (some fsynced, some revoking
- * blocks that are then reused as plain data or journalled again, some
- * with ordered data) run over the memory device with its write log on.
+ * blocks that are then reused as plain data or journalled again -- in
+ * the same transaction too --, some with ordered data) run over the
+ * memory device with its write log on.
  *
  * The log itself must show the write ordering: ordered data flushed
  * before the commit block that depends on it, in strict mode the log
@@ -75,7 +76,7 @@ struct model {
 	struct write_rec *writes[CHECK_END];
 	uint32_t nwrites[CHECK_END];
 	uint32_t revoked_tid[CHECK_END];        /* 0: not revoked */
-	bool rejournal[CHECK_END];              /* journalled again after it */
+	uint32_t rev_at[CHECK_END];             /* writes before the revoke */
 	uint64_t raw_stamp[CHECK_END];          /* reused as data with this */
 	size_t raw_flushed[CHECK_END];          /* log count after its flush */
 	/* ordered data: dirtied per inode in handles, written at commit */
@@ -189,21 +190,17 @@ static void ack(struct model *m)
 	m->acks[m->nacks++] = (struct ack){ bdev_mem_log_count(m->t->bd), st.committed_tid };
 }
 
-/* A block to journal: a plain one, or one of those revoked later; one
- * whose revoke committed may come back if it was chosen to. */
-static bool pick_block(struct model *m, uint32_t committed, uint64_t *blk)
+/* A block to journal: a plain one, or one of those revoked later.  Odd
+ * ones come back after their revoke, even in the same transaction (the
+ * journal cancels the revoke); even ones are reused as plain data. */
+static bool pick_block(struct model *m, uint64_t *blk)
 {
-	uint32_t rev;
-
 	if (rnd(4) != 0) {
 		*blk = HOME0 + rnd(NHOME);
 		return true;
 	}
 	*blk = REV0 + rnd(NREV);
-	rev = m->revoked_tid[*blk];
-	/* A block revoked and journalled again in one transaction is left
-	 * out: that is a known journal bug, fixed separately. */
-	return !rev || (m->rejournal[*blk] && (int32_t)(committed - rev) >= 0);
+	return !m->revoked_tid[*blk] || *blk % 2;
 }
 
 static void one_handle(struct model *m, uint64_t *stamp)
@@ -212,14 +209,12 @@ static void one_handle(struct model *m, uint64_t *stamp)
 	uint32_t credits = rnd(10) == 0 ? 60 + rnd(60) : 1 + rnd(24);
 	uint32_t nwrites = 1 + rnd(credits), k;
 	struct jnl_handle h;
-	struct jnl_stats st;
 	uint64_t blk;
 
-	jnl_get_stats(t->j, &st);
 	t_ok(jnl_start(t->j, credits, &h));
 	t_assert(h.h_tid < MAX_TID, "tid %u", h.h_tid);
 	for (k = 0; k < nwrites; k++) {
-		if (!pick_block(m, st.committed_tid, &blk))
+		if (!pick_block(m, &blk))
 			continue;
 		tj_write(t, &h, blk, ++*stamp);
 		record_write(m, blk, h.h_tid, *stamp);
@@ -228,6 +223,12 @@ static void one_handle(struct model *m, uint64_t *stamp)
 	if (k < credits && rnd(3) == 0 && !m->revoked_tid[blk] && m->nwrites[blk]) {
 		t_ok(jnl_revoke(&h, blk));
 		m->revoked_tid[blk] = h.h_tid;
+		m->rev_at[blk] = m->nwrites[blk];
+		/* Freed and reallocated at once: the journal cancels the revoke. */
+		if (blk % 2 && k + 2 <= credits && rnd(2) == 0) {
+			tj_write(t, &h, blk, ++*stamp);
+			record_write(m, blk, h.h_tid, *stamp);
+		}
 	}
 	if (rnd(4) == 0)
 		dirty_data(m, &h, stamp);
@@ -248,13 +249,9 @@ static void reuse_revoked(struct model *m, uint64_t *stamp)
 
 	jnl_get_stats(t->j, &st);
 	for (uint64_t blk = REV0; blk < REV0 + NREV; blk++) {
-		if (!m->revoked_tid[blk] || m->raw_stamp[blk] || m->rejournal[blk] ||
+		if (!m->revoked_tid[blk] || m->raw_stamp[blk] || blk % 2 ||
 		    (int32_t)(st.committed_tid - m->revoked_tid[blk]) < 0)
 			continue;
-		if (blk % 2) {
-			m->rejournal[blk] = true;
-			continue;
-		}
 		m->raw_stamp[blk] = (1ull << 40) + ++*stamp;
 		tj_fill(buf, BS, blk, m->raw_stamp[blk]);
 		t_ok(bdev_write(t->bd, blk * BS, buf, BS));
@@ -457,7 +454,8 @@ static void check_revoked(const struct model *m, const struct state *s, uint64_t
 {
 	uint32_t rev = m->revoked_tid[blk];
 	uint64_t have = stamp_in(s->img, blk);
-	uint64_t later = newest_stamp(m->writes[blk], m->nwrites[blk], rev, s->got);
+	uint64_t later = newest_stamp(m->writes[blk] + m->rev_at[blk],
+				      m->nwrites[blk] - m->rev_at[blk], 0, s->got);
 
 	if (later || s->got < rev) {
 		uint64_t want = later ? later : newest_stamp(m->writes[blk], m->nwrites[blk],
@@ -888,6 +886,17 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Blocks journalled again in the transaction that revoked them. */
+static uint32_t same_tx_reuses(const struct model *m)
+{
+	uint32_t n = 0;
+
+	for (uint64_t blk = REV0; blk < REV0 + NREV; blk++)
+		for (uint32_t i = m->rev_at[blk]; m->revoked_tid[blk] && i < m->nwrites[blk]; i++)
+			n += m->writes[blk][i].tid == m->revoked_tid[blk];
+	return n;
+}
+
 static void free_model(struct model *m)
 {
 	for (uint64_t b = 0; b < CHECK_END; b++)
@@ -922,8 +931,9 @@ int main(int argc, char **argv)
 	t_ok(bdev_mem_create(t.bd->size, BS, &r.again));
 	t_ok(bdev_mem_crash_begin(t.bd, &r.cur));
 	check_all_states(&r);
-	printf("%u transactions, %zu log entries, %zu fsyncs, %zu ordered data writes\n",
-	       m.max_tid, bdev_mem_log_count(t.bd), m.nacks, m.ndata);
+	printf("%u transactions, %zu log entries, %zu fsyncs, %zu ordered data writes, "
+	       "%u writes of a block after its revoke in the same transaction\n",
+	       m.max_tid, bdev_mem_log_count(t.bd), m.nacks, m.ndata, same_tx_reuses(&m));
 	printf("%lu crash states checked, %lu distinct; in %lu a commit block reached "
 	       "the disk without all of its transaction\n", r.states, r.distinct,
 	       r.early_commits);
