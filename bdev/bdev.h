@@ -11,8 +11,9 @@
  *   mem       an in-memory test device that fails chosen ranges with EIO,
  *             records every write and flush in order, and simulates a
  *             power cut (lose all writes since the last flush, or a random
- *             subset of them).  It completes requests inline, or, after
- *             bdev_mem_async(), late and out of order from its own thread.
+ *             subset of them, whole, torn or block by block).  It
+ *             completes requests inline, or, after bdev_mem_async(), late
+ *             and out of order from its own thread.
  *
  * Requests are asynchronous: bdev_submit() queues a batch and returns; each
  * request's end_io runs exactly once, on any thread, possibly before
@@ -178,6 +179,10 @@ enum bdev_mem_cut {
 	BDEV_CUT_RANDOM,       /* each such write survives or not, by seed */
 	BDEV_CUT_RANDOM_TORN,  /* as RANDOM, and a survivor may be torn at a
 	                          512-byte sector boundary */
+	BDEV_CUT_BLOCKS,       /* each block of each such write survives or
+	                          not on its own, as a volatile write cache may
+	                          destage them in any order; the seed also sets
+	                          how many survive, from few to nearly all */
 };
 
 /* One entry of the write log. */
@@ -244,6 +249,29 @@ void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed);
  */
 int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
 			 uint64_t seed, struct bdev **out);
+
+/*
+ * Crash images of a recorded log, one after the other.  A cursor keeps the
+ * durable state of the last flush it reached, so a test that walks the log
+ * forward pays for each write once rather than once per image, and it
+ * hashes every image, so the test can skip the states it has seen.
+ */
+struct bdev_mem_crash;
+/* -EINVAL if @bd never recorded.  The cursor reads @bd's log: end it
+ * before the log is restarted or the device closed. */
+int bdev_mem_crash_begin(struct bdev *bd, struct bdev_mem_crash **out);
+/*
+ * Prepare the image bdev_mem_crash_image() would build for @prefix, @mode
+ * and @seed, and give its hash: equal images have equal hashes, and
+ * different ones different hashes but for a 64-bit collision.  Cheap when
+ * @prefix does not go back past the last flush of the previous call.
+ */
+int bdev_mem_crash_next(struct bdev_mem_crash *c, size_t prefix,
+			enum bdev_mem_cut mode, uint64_t seed, uint64_t *hash);
+/* Load the prepared image into @img, a memory device of the recorded
+ * one's size and block size; @img's own unflushed writes are forgotten. */
+int bdev_mem_crash_copy(struct bdev_mem_crash *c, struct bdev *img);
+void bdev_mem_crash_end(struct bdev_mem_crash *c);
 
 /* Direct access to the current contents (tests only). */
 void *bdev_mem_data(struct bdev *bd);

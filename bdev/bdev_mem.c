@@ -139,6 +139,36 @@ static size_t cut_keep(uint64_t *rng, enum bdev_mem_cut mode, size_t len)
 	return (size_t)(1 + (r >> 8) % (sectors - 1)) * SECTOR;
 }
 
+/* The choices of one power cut, drawn write after write in log order. */
+struct cut {
+	enum bdev_mem_cut mode;
+	uint64_t rng;
+	uint64_t rate;               /* BLOCKS: survivors per 16 blocks */
+	uint32_t bs;
+};
+
+static void cut_init(struct cut *c, enum bdev_mem_cut mode, uint64_t seed, uint32_t bs)
+{
+	*c = (struct cut){ .mode = mode, .rng = seed, .bs = bs };
+	/* From a cache that destaged almost nothing to one that lost a
+	 * single block: both ends matter to a journal. */
+	if (mode == BDEV_CUT_BLOCKS)
+		c->rate = 1 + rng_next(&c->rng) % 15;
+}
+
+/* Lay onto @img what the cut keeps of an unflushed write. */
+static void cut_apply(struct cut *c, uint8_t *img, uint64_t off,
+		      const uint8_t *data, size_t len)
+{
+	if (c->mode != BDEV_CUT_BLOCKS) {
+		memcpy(img + off, data, cut_keep(&c->rng, c->mode, len));
+		return;
+	}
+	for (size_t at = 0; at < len; at += c->bs)
+		if (rng_next(&c->rng) % 16 < c->rate)
+			memcpy(img + off + at, data + at, UT_MIN((size_t)c->bs, len - at));
+}
+
 static void pending_clear(struct mem_bdev *m)
 {
 	for (size_t i = 0; i < m->npend; i++) {
@@ -151,16 +181,14 @@ static void pending_clear(struct mem_bdev *m)
 void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed)
 {
 	struct mem_bdev *m = to_mem(bd);
-	uint64_t rng = seed;
+	struct cut c;
 
+	cut_init(&c, mode, seed, bd->block_size);
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = m->npend; i-- > 0;)
 		memcpy(m->data + m->pend[i].off, m->pend[i].old, m->pend[i].len);
-	for (size_t i = 0; i < m->npend; i++) {
-		struct mem_pending *p = &m->pend[i];
-
-		memcpy(m->data + p->off, p->data, cut_keep(&rng, mode, p->len));
-	}
+	for (size_t i = 0; i < m->npend; i++)
+		cut_apply(&c, m->data, m->pend[i].off, m->pend[i].data, m->pend[i].len);
 	pending_clear(m);
 	m->cycle++;
 	pthread_mutex_unlock(&m->lock);
@@ -670,20 +698,21 @@ static void replay(const struct mem_bdev *m, size_t prefix, enum bdev_mem_cut mo
 		   uint64_t seed, uint8_t *img)
 {
 	size_t durable = 0;
-	uint64_t rng = seed;
+	struct cut c;
 
+	cut_init(&c, mode, seed, m->bd.block_size);
 	for (size_t i = 0; i < prefix; i++)
 		if (m->log[i]->e.flush)
 			durable = i + 1;
 	for (size_t i = 0; i < prefix; i++) {
 		const struct bdev_mem_log_entry *e = &m->log[i]->e;
-		size_t keep = e->len;
 
 		if (e->flush)
 			continue;
-		if (i >= durable)
-			keep = cut_keep(&rng, mode, e->len);
-		memcpy(img + e->off, e->data, keep);
+		if (i < durable)
+			memcpy(img + e->off, e->data, e->len);
+		else
+			cut_apply(&c, img, e->off, e->data, e->len);
 	}
 }
 
@@ -710,6 +739,207 @@ int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
 	else
 		*out = nbd;
 	return err;
+}
+
+/* ---- crash images in order ------------------------------------------- */
+
+struct bdev_mem_crash {
+	struct mem_bdev *m;
+	uint32_t bs;
+	size_t nblk;
+	size_t at;                   /* entries [0, at) are in durable; a
+	                                flush ends entry at - 1, or at is 0 */
+	uint8_t *durable;            /* base and every write before at */
+	uint8_t *work;               /* durable and what the cut kept */
+	uint64_t *bhash;             /* each block's hash in durable */
+	uint64_t sum;                /* the hash of durable */
+	uint32_t *seen, epoch;       /* blocks counted in this image's hash */
+	size_t from, to;             /* the unflushed entries laid on work */
+};
+
+static uint64_t block_hash(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
+
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+/* A block's share of an image hash: a sum of shares, so that changing a
+ * block costs one block's hash and not the image's. */
+static uint64_t share(size_t blk, uint64_t h)
+{
+	uint64_t s = h ^ (blk * 0x94d049bb133111ebull);
+
+	return rng_next(&s);
+}
+
+static void crash_set_block(struct bdev_mem_crash *c, size_t blk)
+{
+	uint64_t h = block_hash(c->durable + blk * c->bs, c->bs);
+
+	c->sum += share(blk, h) - share(blk, c->bhash[blk]);
+	c->bhash[blk] = h;
+}
+
+static void crash_reset(struct bdev_mem_crash *c)
+{
+	memcpy(c->durable, c->m->base, c->m->bd.size);
+	memcpy(c->work, c->m->base, c->m->bd.size);
+	c->sum = 0;
+	for (size_t b = 0; b < c->nblk; b++) {
+		c->bhash[b] = block_hash(c->durable + b * c->bs, c->bs);
+		c->sum += share(b, c->bhash[b]);
+	}
+	c->at = c->from = c->to = 0;
+}
+
+int bdev_mem_crash_begin(struct bdev *bd, struct bdev_mem_crash **out)
+{
+	struct mem_bdev *m = to_mem(bd);
+	struct bdev_mem_crash *c = calloc(1, sizeof(*c));
+	size_t size = bd->size ? bd->size : 1;
+	int err = -ENOMEM;
+
+	if (!c)
+		return err;
+	*c = (struct bdev_mem_crash){ .m = m, .bs = bd->block_size,
+				      .nblk = bd->size / bd->block_size };
+	c->durable = malloc(size);
+	c->work = malloc(size);
+	c->bhash = calloc(c->nblk + 1, sizeof(*c->bhash));
+	c->seen = calloc(c->nblk + 1, sizeof(*c->seen));
+	pthread_mutex_lock(&m->lock);
+	if (c->durable && c->work && c->bhash && c->seen)
+		err = m->base ? 0 : -EINVAL;  /* -EINVAL: never recorded */
+	if (!err)
+		crash_reset(c);
+	pthread_mutex_unlock(&m->lock);
+	if (err)
+		bdev_mem_crash_end(c);
+	else
+		*out = c;
+	return err;
+}
+
+void bdev_mem_crash_end(struct bdev_mem_crash *c)
+{
+	if (!c)
+		return;
+	free(c->durable);
+	free(c->work);
+	free(c->bhash);
+	free(c->seen);
+	free(c);
+}
+
+/* Make work equal durable again (m->lock held). */
+static void crash_undo(struct bdev_mem_crash *c)
+{
+	for (size_t i = c->from; i < c->to; i++) {
+		const struct bdev_mem_log_entry *e = &c->m->log[i]->e;
+
+		if (!e->flush)
+			memcpy(c->work + e->off, c->durable + e->off, e->len);
+	}
+	c->from = c->to = c->at;
+}
+
+/* One past the last flush among the first @prefix entries, or c->at if
+ * none lies at or after it (m->lock held). */
+static size_t crash_durable_end(const struct bdev_mem_crash *c, size_t prefix)
+{
+	for (size_t i = prefix; i > c->at; i--)
+		if (c->m->log[i - 1]->e.flush)
+			return i;
+	return c->at;
+}
+
+/* Carry durable and work forward to entry @to (m->lock held). */
+static void crash_advance(struct bdev_mem_crash *c, size_t to)
+{
+	for (; c->at < to; c->at++) {
+		const struct bdev_mem_log_entry *e = &c->m->log[c->at]->e;
+
+		if (e->flush)
+			continue;
+		memcpy(c->durable + e->off, e->data, e->len);
+		memcpy(c->work + e->off, e->data, e->len);
+		for (size_t b = e->off / c->bs; b < (e->off + e->len) / c->bs; b++)
+			crash_set_block(c, b);
+	}
+	c->from = c->to = c->at;
+}
+
+/* The hash of work: durable's, with the blocks the cut touched redone. */
+static uint64_t crash_hash(struct bdev_mem_crash *c)
+{
+	uint64_t h = c->sum;
+
+	if (++c->epoch == 0) {
+		memset(c->seen, 0, (c->nblk + 1) * sizeof(*c->seen));
+		c->epoch = 1;
+	}
+	for (size_t i = c->from; i < c->to; i++) {
+		const struct bdev_mem_log_entry *e = &c->m->log[i]->e;
+
+		for (size_t b = e->off / c->bs; !e->flush && b < (e->off + e->len) / c->bs; b++) {
+			if (c->seen[b] == c->epoch)
+				continue;
+			c->seen[b] = c->epoch;
+			h += share(b, block_hash(c->work + b * c->bs, c->bs)) -
+			     share(b, c->bhash[b]);
+		}
+	}
+	return h;
+}
+
+int bdev_mem_crash_next(struct bdev_mem_crash *c, size_t prefix,
+			enum bdev_mem_cut mode, uint64_t seed, uint64_t *hash)
+{
+	struct mem_bdev *m = c->m;
+	struct cut cut;
+	size_t durable;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->base) {
+		pthread_mutex_unlock(&m->lock);
+		return -EINVAL;
+	}
+	prefix = UT_MIN(prefix, m->nlog);
+	crash_undo(c);
+	if (prefix < c->at)
+		crash_reset(c);
+	durable = crash_durable_end(c, prefix);
+	crash_advance(c, durable);
+	cut_init(&cut, mode, seed, c->bs);
+	for (size_t i = durable; i < prefix; i++) {
+		const struct bdev_mem_log_entry *e = &m->log[i]->e;
+
+		if (!e->flush)
+			cut_apply(&cut, c->work, e->off, e->data, e->len);
+	}
+	c->to = prefix;
+	*hash = crash_hash(c);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+int bdev_mem_crash_copy(struct bdev_mem_crash *c, struct bdev *img)
+{
+	struct mem_bdev *d = to_mem(img);
+
+	if (img->size != c->m->bd.size || img->block_size != c->bs)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	pending_clear(d);
+	memcpy(d->data, c->work, img->size);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 void *bdev_mem_data(struct bdev *bd)

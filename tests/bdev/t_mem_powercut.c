@@ -4,7 +4,9 @@
  * of them (different seeds, different subsets; never anything flushed);
  * RANDOM_TORN may cut a kept write at a 512-byte boundary.  Crash images
  * of every prefix of a recorded workload are checked against images
- * computed here from the workload alone, and agree with power cuts.
+ * computed here from the workload alone, and agree with power cuts; so
+ * are the cursor's images, whose hashes must tell them apart.  BLOCKS
+ * keeps any subset of the blocks of each unflushed write.
  */
 #include "t_bdev.h"
 
@@ -193,6 +195,28 @@ static void check_log(struct bdev *bd)
 	t_assert(!bdev_mem_log(bd, NOPS), "an entry past the end of the log");
 }
 
+static bool reachable(const unsigned char *got, unsigned char *img, const unsigned int *post,
+		      unsigned int npost, enum bdev_mem_cut mode);
+
+/* reachable() for BLOCKS: any subset of the first write's blocks. */
+static bool reachable_blocks(const unsigned char *got, unsigned char *img,
+			     const unsigned int *post, unsigned int npost,
+			     const unsigned char *save)
+{
+	const struct op *op = &ops[post[0]];
+	size_t off = op->blk * BS, len = op->n * BS;
+	bool ok = false;
+
+	for (unsigned int mask = 0; mask < 1u << op->n && !ok; mask++) {
+		for (unsigned int b = 0; b < op->n; b++)
+			if (mask & 1u << b)
+				memcpy(img + off + b * BS, op->data + b * BS, BS);
+		ok = reachable(got, img, post + 1, npost - 1, BDEV_CUT_BLOCKS);
+		memcpy(img + off, save, len);
+	}
+	return ok;
+}
+
 /* Whether @got is @img with writes ops[post[i..]] applied in order, each
  * kept for a length @mode allows. */
 static bool reachable(const unsigned char *got, unsigned char *img, const unsigned int *post,
@@ -210,6 +234,8 @@ static bool reachable(const unsigned char *got, unsigned char *img, const unsign
 	off = op->blk * BS;
 	step = mode == BDEV_CUT_RANDOM_TORN ? SECTOR : len;
 	memcpy(save, img + off, len);
+	if (mode == BDEV_CUT_BLOCKS)
+		return reachable_blocks(got, img, post, npost, save);
 	for (size_t keep = 0; keep <= len && !ok; keep += step) {
 		memcpy(img + off, op->data, keep);
 		ok = reachable(got, img, post + 1, npost - 1, mode);
@@ -249,14 +275,14 @@ static bool expected(const unsigned char *base, const unsigned char *got, size_t
 static void check_crash_images(void)
 {
 	static const enum bdev_mem_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
-						   BDEV_CUT_RANDOM_TORN };
+						   BDEV_CUT_RANDOM_TORN, BDEV_CUT_BLOCKS };
 	unsigned char *base = t_alloc(SIZE), *first = t_alloc(SIZE);
 	struct bdev *bd = run_workload(base), *img;
 	unsigned int distinct = 0;
 
 	check_log(bd);
 	for (size_t p = 0; p <= NOPS; p++)
-		for (unsigned int m = 0; m < 3; m++)
+		for (unsigned int m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 			for (uint64_t seed = 1; seed <= 6; seed++) {
 				t_ok(bdev_mem_crash_image(bd, p, modes[m], seed, &img));
 				t_assert(img->size == SIZE && img->fd == -1,
@@ -276,6 +302,74 @@ static void check_crash_images(void)
 	bdev_close(bd);
 	bdev_free_buf(base);
 	bdev_free_buf(first);
+}
+
+#define MAX_SEEN 256u
+
+/* Record @img's contents under @hash; equal hashes must mean equal
+ * images and the reverse. */
+static void check_hash(unsigned char **seen, uint64_t *hashes, unsigned int *nseen,
+		       const unsigned char *img, uint64_t hash)
+{
+	for (unsigned int i = 0; i < *nseen; i++) {
+		bool same = !memcmp(seen[i], img, SIZE);
+
+		t_assert(same == (hashes[i] == hash), "images %s, hashes %s", same ?
+			"equal" : "differ", hashes[i] == hash ? "equal" : "differ");
+		if (same)
+			return;
+	}
+	t_assert(*nseen < MAX_SEEN, "too many distinct images");
+	seen[*nseen] = t_alloc(SIZE);
+	memcpy(seen[*nseen], img, SIZE);
+	hashes[(*nseen)++] = hash;
+}
+
+/* The cursor builds what bdev_mem_crash_image() builds, walking the log
+ * forward and back, and its hash tells the images apart. */
+static void check_cursor(void)
+{
+	static const enum bdev_mem_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
+						   BDEV_CUT_RANDOM_TORN, BDEV_CUT_BLOCKS };
+	static unsigned char *seen[MAX_SEEN];
+	static uint64_t hashes[MAX_SEEN];
+	unsigned char *base = t_alloc(SIZE);
+	struct bdev *bd = run_workload(base), *img, *scratch;
+	struct bdev_mem_crash *c;
+	unsigned int nseen = 0, partial = 0;
+	uint64_t h;
+
+	t_ok(bdev_mem_create(SIZE, BS, &scratch));
+	t_ok(bdev_mem_crash_begin(bd, &c));
+	for (size_t k = 0; k <= 2 * NOPS + 1; k++) {
+		size_t p = k <= NOPS ? k : 2 * NOPS + 1 - k;
+
+		for (unsigned int m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+			for (uint64_t seed = 1; seed <= 4; seed++) {
+				t_ok(bdev_mem_crash_next(c, p, modes[m], seed, &h));
+				t_ok(bdev_mem_crash_copy(c, scratch));
+				t_ok(bdev_mem_crash_image(bd, p, modes[m], seed, &img));
+				t_assert(!memcmp(bdev_mem_data(scratch), bdev_mem_data(img), SIZE),
+					"prefix %zu mode %u seed %llu: the cursor's image differs "
+					"at %ld", p, m, (unsigned long long)seed,
+					t_diff(bdev_mem_data(scratch), bdev_mem_data(img), SIZE));
+				check_hash(seen, hashes, &nseen, bdev_mem_data(img), h);
+				/* Some block of a write kept, another lost. */
+				partial += modes[m] == BDEV_CUT_BLOCKS &&
+					   !expected(base, bdev_mem_data(img), p, BDEV_CUT_RANDOM);
+				bdev_close(img);
+			}
+	}
+	fprintf(stderr, "cursor: %u distinct images, %u with part of a write\n", nseen,
+		partial);
+	t_assert(nseen > 20, "only %u distinct images", nseen);
+	t_assert(partial > 0, "BLOCKS never kept part of a write");
+	bdev_mem_crash_end(c);
+	bdev_close(scratch);
+	bdev_close(bd);
+	bdev_free_buf(base);
+	for (unsigned int i = 0; i < nseen; i++)
+		bdev_free_buf(seen[i]);
 }
 
 /* A crash image of the whole log is what a power cut leaves. */
@@ -309,14 +403,17 @@ static void check_agrees_with_cut(void)
 int main(void)
 {
 	struct bdev *bd, *img;
+	struct bdev_mem_crash *cursor;
 
 	check_lose_all();
 	check_random();
 	check_torn();
 	check_crash_images();
+	check_cursor();
 	check_agrees_with_cut();
 	t_ok(bdev_mem_create(SIZE, BS, &bd));
 	t_eq(bdev_mem_crash_image(bd, 0, BDEV_CUT_LOSE_ALL, 0, &img), -EINVAL);
+	t_eq(bdev_mem_crash_begin(bd, &cursor), -EINVAL);
 	bdev_close(bd);
 	return 0;
 }
