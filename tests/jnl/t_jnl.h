@@ -39,5 +39,8 @@ void tj_write(struct tj *t, struct jnl_handle *h, uint64_t blk, uint64_t stamp);
 bool tj_holds(struct bdev *bd, uint32_t bs, uint64_t blk, uint64_t stamp);
 /* The stamp device block @blk holds, or UINT64_MAX if it is not one. */
 uint64_t tj_stamp_of(struct bdev *bd, uint32_t bs, uint64_t blk);
+/* The memory device as a power cut right now would leave it, recovered
+ * (a new device, for bdev_close). */
+struct bdev *tj_crash_now(struct tj *t, struct jnl_recovery *info);
 
 #endif /* MISCFS_T_JNL_H */

@@ -13,17 +13,6 @@
 #define JSTART  2048u
 #define JBLOCKS 1024u
 
-/* The device as a power cut right now would leave it, recovered. */
-static struct bdev *crash_now(struct tj *t, struct jnl_recovery *info)
-{
-	struct bdev *img;
-
-	t_ok(bdev_mem_crash_image(t->bd, bdev_mem_log_count(t->bd),
-				  BDEV_CUT_LOSE_ALL, 0, &img));
-	t_ok(jnl_recover(img, t->map, t->nblocks, 0, info));
-	return img;
-}
-
 static void setup(struct tj *t)
 {
 	tj_setup(t, BS, DEV, JSTART, JBLOCKS, false);
@@ -49,14 +38,14 @@ static void test_commit_and_recover(void)
 	t_assert(tj_holds(t.bd, BS, 10, 0), "home untouched before checkpoint");
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
 	t_assert(tj_holds(t.bd, BS, 10, 0), "commit writes only the log");
-	img = crash_now(&t, &info);
+	img = tj_crash_now(&t, &info);
 	t_eq(info.transactions, 1);
 	t_eq(info.replayed, 2);
 	t_assert(tj_holds(img, BS, 10, 3) && tj_holds(img, BS, 11, 2), "replayed");
 	bdev_close(img);
 	tj_close(&t);
 	t_assert(tj_holds(t.bd, BS, 10, 3) && tj_holds(t.bd, BS, 11, 2), "home after close");
-	img = crash_now(&t, &info);
+	img = tj_crash_now(&t, &info);
 	t_assert(info.was_empty, "log empty after close");
 	bdev_close(img);
 	tj_teardown(&t);
@@ -113,7 +102,7 @@ static void test_escape_and_big(void)
 	pc_put_page(pg);
 	t_ok(jnl_stop(&h));
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
-	img = crash_now(&t, &info);
+	img = tj_crash_now(&t, &info);
 	t_eq(info.replayed, 200);
 	t_ok(bdev_read(img, 50 * BS, got, BS));
 	t_assert(!memcmp(got, want, BS), "escaped block restored");
@@ -175,7 +164,7 @@ static void test_revoke(void)
 	tj_fill(buf, BS, 80, 777);                   /* reused as plain data */
 	t_ok(bdev_write(t.bd, 80 * BS, buf, BS));
 	t_ok(bdev_flush(t.bd));
-	img = crash_now(&t, &info);
+	img = tj_crash_now(&t, &info);
 	t_eq(info.transactions, 2);
 	t_eq(info.revoked, 1);
 	t_assert(tj_holds(img, BS, 80, 777), "revoked block not resurrected");

@@ -27,17 +27,6 @@ static void setup(struct tj *t)
 	tj_open(t);
 }
 
-/* The device as a power cut right now would leave it, recovered. */
-static struct bdev *crash_now(struct tj *t, struct jnl_recovery *info)
-{
-	struct bdev *img;
-
-	t_ok(bdev_mem_crash_image(t->bd, bdev_mem_log_count(t->bd),
-				  BDEV_CUT_LOSE_ALL, 0, &img));
-	t_ok(jnl_recover(img, t->map, t->nblocks, 0, info));
-	return img;
-}
-
 /* One committed transaction that journals X and Y as version @stamp. */
 static void commit_xy(struct tj *t, uint64_t stamp)
 {
@@ -65,7 +54,7 @@ static void commit_revoke(struct tj *t, uint64_t blk)
 static void check_xy(struct tj *t, uint64_t x, uint64_t y, const char *what)
 {
 	struct jnl_recovery info;
-	struct bdev *img = crash_now(t, &info);
+	struct bdev *img = tj_crash_now(t, &info);
 
 	t_assert(tj_holds(img, BS, X, x), "%s: after a crash block %u holds %lu, "
 		 "expected %lu (replayed %lu, revoked %lu)", what, X,
@@ -151,7 +140,7 @@ static void test_reuse_later_tx(void)
 	commit_revoke(&t, X);
 	{
 		struct jnl_recovery info;
-		struct bdev *img = crash_now(&t, &info);
+		struct bdev *img = tj_crash_now(&t, &info);
 
 		t_assert(tj_holds(img, BS, X, 0), "the copy before the revoke is "
 			 "hidden (block holds %lu)", (unsigned long)tj_stamp_of(img, BS, X));
@@ -390,7 +379,7 @@ static void test_reuse_other_page(void)
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
 	{
 		struct jnl_recovery info;
-		struct bdev *img = crash_now(&t, &info);
+		struct bdev *img = tj_crash_now(&t, &info);
 
 		t_assert(tj_holds(img, BS, X, 5), "block %u holds %lu after a crash",
 			 X, (unsigned long)tj_stamp_of(img, BS, X));
