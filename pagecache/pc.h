@@ -444,9 +444,11 @@ int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
  * allocation that finds no page to reclaim waits for writeback only while
  * writeback can free one without the transaction ending (writes are in
  * flight, or dirty pages of mappings without PC_MAPPING_WB_NEEDS_TX
- * exist); otherwise it takes a page of the cache's reserve (the pages
- * otherwise kept for the flusher) or, that empty too, fails at once with
- * -ENOMEM.  jnl_start and jnl_stop call these (as jbd2 sets the kernel's
+ * exist); otherwise, after one scan of every page, it takes a page of
+ * the cache's reserve (the pages otherwise kept for the flusher) or, that
+ * empty too, fails with -ENOMEM once nothing has moved for about 100 ms
+ * (pages held only for a moment, as by a write that just ended, come
+ * back).  jnl_start and jnl_stop call these (as jbd2 sets the kernel's
  * memalloc_nofs_save per handle).
  */
 void pc_nofs_begin(void);

@@ -33,6 +33,7 @@
 #define SCAN_BATCH 32u
 #define WAIT_STEP_MS 10u
 #define WAIT_IDLE_MAX 500u   /* ~5 s without any progress: -ENOMEM */
+#define NOFS_IDLE_MAX 10u    /* ~100 ms, inside a transaction */
 
 /* ---- lists of page ids (c->lru_lock, or c->pool_lock for the free list) */
 
@@ -310,12 +311,13 @@ static bool try_reclaim(struct pc_cache *c, struct pc_page *p, bool *dirty)
 }
 
 /* Free up to @want pages into the pool; *dirty says dirty pages were met. */
-static unsigned int shrink(struct pc_cache *c, unsigned int want, bool *dirty)
+static unsigned int shrink(struct pc_cache *c, unsigned int want,
+			   unsigned int rounds, bool *dirty)
 {
 	struct pc_page *iso[SCAN_BATCH];
 	unsigned int freed = 0;
 
-	for (unsigned int round = 0; round < 4 && freed < want; round++) {
+	for (unsigned int round = 0; round < rounds && freed < want; round++) {
 		unsigned int n = isolate(c, iso, SCAN_BATCH);
 
 		if (!n)
@@ -388,12 +390,39 @@ static bool writeback_can_help(struct pc_cache *c)
 	       atomic_load(&c->nr_dirty) > atomic_load(&c->nr_dirty_tx);
 }
 
-static struct pc_page *nofs_fail(struct pc_cache *c)
+/*
+ * A thread inside a transaction, when writeback cannot free a page before
+ * that transaction ends: look at every page once (the loop's scan sees a
+ * few), then take the reserve.  With the reserve gone too, wait a little
+ * for pages held only for a moment (a write that just ended, a reader),
+ * then fail rather than wait for what only the end of the transaction can
+ * bring.  0 with *out, -EAGAIN to look again, or -ENOMEM.
+ */
+static int nofs_alloc(struct pc_cache *c, uint64_t *seen, unsigned int *idle,
+		      struct pc_page **out)
 {
+	bool dirty = false;
+	uint64_t now;
+
+	if (shrink(c, 1, c->max_pages / SCAN_BATCH + 4, &dirty))
+		return -EAGAIN;
+	if ((*out = pool_pop(c, true)) != NULL) {
+		prep_new_page(*out);
+		return 0;
+	}
+	timed_wait(c, *seen);
+	now = atomic_load(&c->progress);
+	if (now != *seen) {
+		*seen = now;
+		*idle = 0;
+		return -EAGAIN;
+	}
+	if (++*idle < NOFS_IDLE_MAX)
+		return -EAGAIN;
 	mlog_err("page cache: no page for a thread inside a transaction: all "
 		 "%u are in use, and only the end of a transaction can free "
 		 "one", c->max_pages);
-	return NULL;
+	return -ENOMEM;
 }
 
 struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
@@ -405,12 +434,13 @@ struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 	for (;;) {
 		struct pc_page *p = pool_pop(c, false);
 		bool dirty = false;
+		int err;
 
 		if (p) {
 			prep_new_page(p);
 			return p;
 		}
-		if (shrink(c, SCAN_BATCH, &dirty)) {
+		if (shrink(c, SCAN_BATCH, 4, &dirty)) {
 			if (dirty && !atomic_load(&c->kicked))
 				pc_flusher_kick(c);     /* before they crowd us */
 			continue;
@@ -418,10 +448,10 @@ struct pc_page *pc_page_alloc(struct pc_cache *c, enum pc_alloc_mode mode)
 		if (mode == PC_ALLOC_NOWAIT)
 			return NULL;
 		if (tl_nofs && !writeback_can_help(c)) {
-			if (!(p = pool_pop(c, true)))
-				return nofs_fail(c);
-			prep_new_page(p);
-			return p;
+			err = nofs_alloc(c, &seen, &idle, &p);
+			if (err != -EAGAIN)
+				return err ? NULL : p;
+			continue;
 		}
 		if (!waited) {
 			waited = true;

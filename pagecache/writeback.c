@@ -141,6 +141,7 @@ static void wb_flush(struct wb_ctx *w)
 	struct pc_mapping *m = w->m;
 	const struct pc_mapping_ops *ops = m->ops;
 	unsigned int held = pc_held_pages() - w->n;  /* the owner unlocks them */
+	unsigned int written = 0;
 	int rc = 0;
 
 	if (!w->n)
@@ -164,8 +165,15 @@ static void wb_flush(struct wb_ctx *w)
 	pc_held_pages_set(held);
 	if (rc < 0 && !w->err)
 		w->err = rc;
-	for (unsigned int i = 0; i < w->n; i++)
+	for (unsigned int i = 0; i < w->n; i++) {
+		written += !PageDirty(w->batch[i]);
 		pc_put_page(w->batch[i]);
+	}
+	/* A page whose write ended before this reference went was not
+	 * reclaimable when the end said so: say it again (only for pages
+	 * written, or a declined batch would look like progress forever). */
+	if (written)
+		pc_progress(m->cache);
 	w->n = 0;
 }
 

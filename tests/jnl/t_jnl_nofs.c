@@ -7,7 +7,8 @@
  * a page.  Nothing can be reclaimed, and writeback cannot help before the
  * handle's transaction ends; waiting for the flusher used to end in
  * -ENOMEM after some five seconds.  Inside a handle the allocation takes a
- * page of the reserve at once, and when that is gone too it fails at once.
+ * page of the reserve at once, and when that is gone too it fails within
+ * a moment.
  */
 #include "t_jnl.h"
 
@@ -124,7 +125,7 @@ static void test_alloc_in_handle(void)
 		 (unsigned long long)ms);
 	held[nheld++] = p;
 
-	/* The reserve runs out (the pages stay in use): failing at once
+	/* The reserve runs out (the pages stay in use): failing soon
 	 * beats waiting in vain. */
 	for (uint64_t blk = 22; rc == 0 && nheld < 2 * reserve + 1; blk++) {
 		t0 = ut_now_ns();
@@ -148,7 +149,7 @@ static void test_alloc_in_handle(void)
 	pc_mapping_destroy(e.meta);
 	pc_cache_destroy(e.cache);
 	bdev_close(e.bd);
-	printf("ok: a handle's allocation takes the reserve, and fails at once "
+	printf("ok: a handle's allocation takes the reserve, and fails soon "
 	       "when nothing can free a page\n");
 }
 
