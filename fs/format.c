@@ -116,6 +116,11 @@ uint32_t mfs_group_super_blocks(const struct mfs_super *sb, uint32_t group)
 	return 1u + le16toh(sb->s_gdt_blocks);
 }
 
+uint32_t mfs_group_meta_blocks(const struct mfs_super *sb, uint32_t group)
+{
+	return mfs_group_super_blocks(sb, group) + 2 + mfs_itable_blocks(sb);
+}
+
 uint32_t mfs_itable_blocks(const struct mfs_super *sb)
 {
 	uint64_t bytes = (uint64_t)le32toh(sb->s_inodes_per_group) * MFS_INODE_SIZE;

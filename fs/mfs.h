@@ -58,6 +58,8 @@ uint32_t mfs_group_nblocks(const struct mfs_super *sb, uint32_t group);
 /* Blocks at the start of @group taken by a superblock and descriptor copy. */
 uint32_t mfs_group_super_blocks(const struct mfs_super *sb, uint32_t group);
 uint32_t mfs_itable_blocks(const struct mfs_super *sb);
+/* Superblock copy, descriptors, two bitmaps and the inode table. */
+uint32_t mfs_group_meta_blocks(const struct mfs_super *sb, uint32_t group);
 /* Device block and byte offset in it of the descriptor of @group in the
  * primary table. */
 uint64_t mfs_gdesc_block(const struct mfs_super *sb, uint32_t group,

@@ -82,11 +82,6 @@ static uint64_t map_overhead(uint64_t n, uint32_t apb)
 	return ind;
 }
 
-static uint32_t group_meta_blocks(const struct mfs_super *sb, uint32_t g)
-{
-	return mfs_group_super_blocks(sb, g) + 2 + mfs_itable_blocks(sb);
-}
-
 /* Inodes per group for @groups groups, or 0 if it cannot be done. */
 static uint32_t pick_ipg(const struct mfs_mkfs_opts *o, uint64_t fs_bytes,
 			 uint32_t bs, uint32_t groups)
@@ -137,7 +132,7 @@ static int layout_groups(struct mfs_super *sb, const struct mfs_mkfs_opts *o,
 		fill_geometry(sb, bs, blocks, (uint32_t)groups, (uint32_t)ipg);
 		uint32_t last = (uint32_t)groups - 1;
 		if (mfs_group_nblocks(sb, last) >=
-		    group_meta_blocks(sb, last) + MIN_GROUP_DATA)
+		    mfs_group_meta_blocks(sb, last) + MIN_GROUP_DATA)
 			return 0;
 		if (groups == 1)
 			return -ENOSPC;
@@ -151,7 +146,7 @@ static uint64_t data_blocks(const struct mfs_super *sb)
 	uint64_t total = 0;
 
 	for (uint32_t g = 0; g < le32toh(sb->s_groups_count); g++)
-		total += mfs_group_nblocks(sb, g) - group_meta_blocks(sb, g);
+		total += mfs_group_nblocks(sb, g) - mfs_group_meta_blocks(sb, g);
 	return total;
 }
 
@@ -223,7 +218,7 @@ uint64_t mfs_mkfs_min_bytes(const struct mfs_mkfs_opts *opts)
 
 static uint64_t group_data_start(const struct mfs_super *sb, uint32_t g)
 {
-	return mfs_group_first_block(sb, g) + group_meta_blocks(sb, g);
+	return mfs_group_first_block(sb, g) + mfs_group_meta_blocks(sb, g);
 }
 
 static int alloc_block(struct mkfs_ctx *c, uint64_t *blk)
@@ -522,7 +517,7 @@ static uint32_t block_bitmap(struct mkfs_ctx *c, uint32_t g, uint8_t *map)
 {
 	uint32_t n = mfs_group_nblocks(&c->sb, g);
 	uint64_t first = mfs_group_first_block(&c->sb, g);
-	uint32_t used = group_meta_blocks(&c->sb, g);
+	uint32_t used = mfs_group_meta_blocks(&c->sb, g);
 
 	if (c->cursor > first + used)
 		used = (uint32_t)UT_MIN(c->cursor - first, (uint64_t)n);

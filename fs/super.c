@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "jnl.h"
 #include "util.h"
 
 static int check_identity(const struct mfs_super *sb, char *why, size_t len)
@@ -34,6 +35,21 @@ static int check_identity(const struct mfs_super *sb, char *why, size_t len)
 		return ut_corrupt(why, len, "superblock: inode size %u / descriptor size %u"
 			   " unsupported", le16toh(sb->s_inode_size),
 			   le16toh(sb->s_desc_size));
+	return 0;
+}
+
+/* A group holds its superblock copy, descriptors, bitmaps and inode table.
+ * Group 0 carries the most of them among full groups, the last group is
+ * the shortest: if both fit, every group does. */
+static int check_group_fit(const struct mfs_super *sb, uint32_t g, char *why, size_t len)
+{
+	uint32_t meta = mfs_group_meta_blocks(sb, g);
+
+	if (mfs_group_nblocks(sb, g) < meta)
+		return ut_corrupt(why, len, "superblock: group %" PRIu32 " has %" PRIu32
+			   " blocks, too few for its %" PRIu32 " blocks of metadata "
+			   "(%" PRIu32 " of inode table)", g, mfs_group_nblocks(sb, g),
+			   meta, mfs_itable_blocks(sb));
 	return 0;
 }
 
@@ -71,6 +87,44 @@ static int check_groups(const struct mfs_super *sb, char *why, size_t len)
 	if (le16toh(sb->s_gdt_blocks) != (groups * MFS_DESC_SIZE + bs - 1) / bs)
 		return ut_corrupt(why, len, "superblock: %u descriptor blocks for %" PRIu64
 			   " groups", le16toh(sb->s_gdt_blocks), groups);
+	if (check_group_fit(sb, 0, why, len))
+		return -EUCLEAN;
+	return check_group_fit(sb, (uint32_t)groups - 1, why, len);
+}
+
+/* The region table is one block: a header, the entries, a checksum. */
+static int check_regions(const struct mfs_super *sb, char *why, size_t len)
+{
+	uint32_t n = le32toh(sb->s_region_count);
+	uint32_t room = (mfs_block_size(sb) - MFS_REGION_HDR_SIZE - 4) /
+			MFS_REGION_ENTRY_SIZE;
+
+	if (!n)
+		return 0;
+	if (n > room)
+		return ut_corrupt(why, len, "superblock: %" PRIu32 " regions, more than "
+			   "the %" PRIu32 " one table block holds", n, room);
+	if (le64toh(sb->s_region_table) >= le64toh(sb->s_blocks_count))
+		return ut_corrupt(why, len, "superblock: region table at block %" PRIu64
+			   " outside the filesystem", le64toh(sb->s_region_table));
+	return 0;
+}
+
+/* The journal is inode 8, at least the journal's minimum, and smaller than
+ * the filesystem that holds it. */
+static int check_journal(const struct mfs_super *sb, char *why, size_t len)
+{
+	uint32_t n = le32toh(sb->s_journal_blocks);
+
+	if (!(le32toh(sb->s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL))
+		return 0;
+	if (le32toh(sb->s_journal_inum) != MFS_JOURNAL_INO)
+		return ut_corrupt(why, len, "superblock: journal inode %" PRIu32
+			   " (expected %u)", le32toh(sb->s_journal_inum), MFS_JOURNAL_INO);
+	if (n < JNL_MIN_BLOCKS || n >= le64toh(sb->s_blocks_count))
+		return ut_corrupt(why, len, "superblock: journal of %" PRIu32 " blocks "
+			   "(from %u to fewer than the %" PRIu64 " of the filesystem)",
+			   n, JNL_MIN_BLOCKS, le64toh(sb->s_blocks_count));
 	return 0;
 }
 
@@ -97,11 +151,13 @@ static int check_counts(const struct mfs_super *sb, uint64_t device_bytes,
 		return ut_corrupt(why, len, "superblock: first inode %" PRIu32 " / %" PRIu32
 			   " inodes", le32toh(sb->s_first_ino),
 			   le32toh(sb->s_inodes_count));
-	if (le32toh(sb->s_region_count) &&
-	    le64toh(sb->s_region_table) >= blocks)
-		return ut_corrupt(why, len, "superblock: region table at block %" PRIu64
-			   " outside the filesystem", le64toh(sb->s_region_table));
-	return 0;
+	if (le64toh(sb->s_r_blocks_count) > blocks)
+		return ut_corrupt(why, len, "superblock: %" PRIu64 " blocks reserved for "
+			   "root, more than the %" PRIu64 " blocks of the filesystem",
+			   le64toh(sb->s_r_blocks_count), blocks);
+	if (check_regions(sb, why, len))
+		return -EUCLEAN;
+	return check_journal(sb, why, len);
 }
 
 int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,

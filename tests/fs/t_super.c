@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 
+#include "jnl.h"
 #include "mfs.h"
 #include "t.h"
 #include "util.h"
@@ -132,6 +133,84 @@ static void region_table_last(struct mfs_super *sb)
 	sb->s_region_table = htole64(le64toh(sb->s_blocks_count) - 1);
 }
 
+/* The last group cut to @n blocks; nothing else changes but the free
+ * count, which must not exceed the new total. */
+static void set_last_group(struct mfs_super *sb, uint32_t n)
+{
+	uint32_t last = groups(sb) - 1;
+
+	sb->s_blocks_count = htole64(mfs_group_first_block(sb, last) + n);
+	sb->s_free_blocks_count = 0;
+}
+
+static void last_group_short(struct mfs_super *sb)
+{
+	set_last_group(sb, mfs_group_meta_blocks(sb, groups(sb) - 1) - 1);
+}
+
+static void last_group_just_fits(struct mfs_super *sb)
+{
+	set_last_group(sb, mfs_group_meta_blocks(sb, groups(sb) - 1));
+}
+
+/* Groups of @bpg blocks, with the counts that follow from it. */
+static void set_bpg(struct mfs_super *sb, uint32_t bpg)
+{
+	uint64_t n = le64toh(sb->s_blocks_count) - le32toh(sb->s_first_data_block);
+	uint32_t g = (uint32_t)((n + bpg - 1) / bpg);
+
+	sb->s_blocks_per_group = htole32(bpg);
+	sb->s_groups_count = htole32(g);
+	sb->s_inodes_count = htole32(g * le32toh(sb->s_inodes_per_group));
+	sb->s_free_inodes_count = 0;
+	sb->s_gdt_blocks = htole16((uint16_t)((g * MFS_DESC_SIZE + bs() - 1) / bs()));
+}
+
+/* Inode tables of a full bitmap in groups no larger than the table. */
+static void itable_over_group(struct mfs_super *sb)
+{
+	set_ipg(sb, 8 * bs());
+	set_bpg(sb, mfs_itable_blocks(sb));
+}
+
+static void reserved_over(struct mfs_super *sb)
+{
+	sb->s_r_blocks_count = htole64(le64toh(sb->s_blocks_count) + 1);
+}
+
+static void reserved_all(struct mfs_super *sb) { sb->s_r_blocks_count = sb->s_blocks_count; }
+
+static uint32_t region_room(void)
+{
+	return (bs() - MFS_REGION_HDR_SIZE - 4) / MFS_REGION_ENTRY_SIZE;
+}
+
+static void regions_over_block(struct mfs_super *sb)
+{
+	sb->s_region_count = htole32(region_room() + 1);
+	sb->s_region_table = htole64(le64toh(sb->s_blocks_count) - 1);
+}
+
+static void regions_fill_block(struct mfs_super *sb)
+{
+	sb->s_region_count = htole32(region_room());
+	sb->s_region_table = htole64(le64toh(sb->s_blocks_count) - 1);
+}
+
+static void journal_inum(struct mfs_super *sb) { sb->s_journal_inum = htole32(9); }
+static void journal_short(struct mfs_super *sb) { sb->s_journal_blocks = htole32(JNL_MIN_BLOCKS - 1); }
+static void journal_min(struct mfs_super *sb) { sb->s_journal_blocks = htole32(JNL_MIN_BLOCKS); }
+
+static void journal_whole(struct mfs_super *sb)
+{
+	sb->s_journal_blocks = htole32((uint32_t)le64toh(sb->s_blocks_count));
+}
+
+static void journal_all_but_one(struct mfs_super *sb)
+{
+	sb->s_journal_blocks = htole32((uint32_t)le64toh(sb->s_blocks_count) - 1);
+}
+
 static const struct bound bounds[] = {
 	{ "inodes per group beyond one bitmap block", ipg_over_bitmap, "inodes per group (must" },
 	{ "inodes per group filling the bitmap block", ipg_full_bitmap, NULL },
@@ -160,6 +239,18 @@ static const struct bound bounds[] = {
 	{ "first inode", bad_first_ino, "first inode 12" },
 	{ "region table outside the groups", region_table_out, "region table at block" },
 	{ "region table in the last block", region_table_last, NULL },
+	{ "last group shorter than its metadata", last_group_short, "too few for its" },
+	{ "last group just holding its metadata", last_group_just_fits, NULL },
+	{ "inode table as large as a group", itable_over_group, "group 0 has" },
+	{ "more reserved blocks than blocks", reserved_over, "reserved for root" },
+	{ "every block reserved", reserved_all, NULL },
+	{ "more regions than one table block holds", regions_over_block, "one table block holds" },
+	{ "regions filling the table block", regions_fill_block, NULL },
+	{ "journal inode", journal_inum, "journal inode 9" },
+	{ "journal below the minimum", journal_short, "journal of" },
+	{ "journal of the minimum", journal_min, NULL },
+	{ "journal as large as the filesystem", journal_whole, "journal of" },
+	{ "journal one block smaller than the filesystem", journal_all_but_one, NULL },
 };
 
 static void check_bound(const struct bound *b)
