@@ -136,6 +136,9 @@ static int cmd_inode(struct dbg *d, const char *arg)
 	if (err)
 		return status_of(d, err);
 	mfs_inode_print(ino, &in, d->out);
+	/* Printed first: the fields are what one wants to see of a bad inode. */
+	if (mfs_inode_check_size(&d->raw.sb, ino, &in, d->raw.why, sizeof(d->raw.why)))
+		return damaged(d);
 	return 0;
 }
 

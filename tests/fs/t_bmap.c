@@ -360,6 +360,10 @@ static void check_tool(void)
 	expect_file(out, "2 dir ..");
 	t_eq(run_debug("ls", "17"), 1);
 	expect_file(err, "inode 17: the block map meets more than the 2048 blocks");
+	/* The fields are shown, and the impossible size is damage. */
+	t_eq(run_debug("inode", "12"), 1);
+	expect_file(out, "size: 9223372036854775808");
+	expect_file(err, "inode 12: i_size 9223372036854775808 is beyond the largest file");
 	unlink(image);
 	unlink(out);
 	unlink(err);
