@@ -118,8 +118,10 @@ static int write_target(struct mfs_node *n, struct jnl_handle *h,
 	struct pc_page *pg;
 	uint64_t pblk;
 	bool isnew;
-	int err = pc_find_or_create_page(n->map, 0, &pg);
+	int err = n->map ? 0 : mfs_map_create(n);   /* made as a fast one */
 
+	if (!err)
+		err = pc_find_or_create_page(n->map, 0, &pg);
 	if (err)
 		return err;
 	err = mfs_bmap_alloc(n, h, 0, &pblk, &isnew);
