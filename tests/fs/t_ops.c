@@ -5,6 +5,7 @@
  * again to see that everything came back.
  */
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -348,6 +349,68 @@ static void orphans(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: orphans (%u)\n", bs);
 }
 
+static void rename_(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t a = mkdir_(fs, MFS_ROOT_INO, "a"), b = mkdir_(fs, a, "b");
+	uint64_t c = mkdir_(fs, MFS_ROOT_INO, "c"), f, g;
+	struct stat st;
+	char list[256];
+
+	f = mkfile(fs, MFS_ROOT_INO, "f", 0644);
+	g = mkfile(fs, MFS_ROOT_INO, "g", 0644);
+	tf_write(fs, g, 0, 10 * bs, 1);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "f", MFS_ROOT_INO, "f2", 0));
+	t_eq(tf_ino(fs, "f2"), f);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "f2", MFS_ROOT_INO, "g", 0));
+	t_eq(tf_ino(fs, "g"), f);                   /* the old g is freed */
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", b, "x", 0), -EINVAL);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", a, "x", 0), -EINVAL);
+	t_ok(mfs_rename(fs, &tf_root, a, "b", c, "b", 0));   /* '..' moves */
+	t_eq(tf_ino(fs, "c/b"), b);
+	t_ok(mfs_lookup(fs, &tf_root, b, "..", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_ino, c);
+	t_ok(mfs_getattr(fs, a, &st));
+	t_eq(st.st_nlink, 2);
+	t_ok(mfs_getattr(fs, c, &st));
+	t_eq(st.st_nlink, 3);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", MFS_ROOT_INO, "a", 0), -EISDIR);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", MFS_ROOT_INO, "g", 0), -ENOTDIR);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", MFS_ROOT_INO, "c", 0), -ENOTEMPTY);
+	t_ok(mfs_rename(fs, &tf_root, c, "b", MFS_ROOT_INO, "a", 0));  /* over empty */
+	t_eq(tf_ino(fs, "a"), b);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", MFS_ROOT_INO, "a",
+			RENAME_NOREPLACE), -EEXIST);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", MFS_ROOT_INO, "none",
+			RENAME_EXCHANGE), -ENOENT);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", c, "inside", 0));
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", c, "inside", RENAME_EXCHANGE));
+	t_eq(tf_ino(fs, "c/inside"), b);
+	t_eq(tf_ino(fs, "a"), f);
+	t_ok(mfs_lookup(fs, &tf_root, b, "..", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_ino, c);
+	t_ok(mfs_link(fs, &tf_root, f, MFS_ROOT_INO, "same", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", MFS_ROOT_INO, "same", 0));
+	t_eq(tf_ino(fs, "a"), f);                   /* both names stay */
+	fs = remount(fs, bd);
+	tf_list(fs, MFS_ROOT_INO, list, sizeof(list));
+	t_assert(!strcmp(list, ".\n..\na\nc\nlost+found\nsame"), "root: %s", list);
+	/* Sticky: another user may not move the owner's file away. */
+	{
+		struct mfs_setattr sa = { .valid = MFS_SET_MODE, .mode = 01777 };
+
+		t_ok(mfs_setattr(fs, &tf_root, MFS_ROOT_INO, &sa, &st));
+		t_eq(mfs_rename(fs, &tf_other, MFS_ROOT_INO, "same", MFS_ROOT_INO, "z", 0),
+		     -EPERM);
+		sa.mode = 0755;
+		t_ok(mfs_setattr(fs, &tf_root, MFS_ROOT_INO, &sa, &st));
+	}
+	tf_unmount_check(fs, bd);
+	printf("ok: rename (%u)\n", bs);
+}
+
 static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
 	struct bdev *bd = tf_mkfs(bs, bytes);
@@ -370,6 +433,7 @@ int main(void)
 		each(attrs, 16u << 20);
 		each(full, 8u << 20);
 		each(orphans, 16u << 20);
+		each(rename_, 16u << 20);
 	}
 	return 0;
 }
