@@ -81,9 +81,44 @@ static void keep(struct mfs_fs *fs, struct bdev *bd, int i)
 	k->log_pos = bdev_mem_log_count(bd);
 }
 
+/* A file fsynced whole, then truncated to nothing and its blocks taken
+ * by new files: until the truncation commits, a crash must give it back
+ * whole, so its blocks may not be reused before that. */
+#define VICTIM_LEN (40 * 1024 + 5)
+
+static void victim_make(struct mfs_fs *fs)
+{
+	uint64_t ino = create(fs, "victim");
+
+	tf_write(fs, ino, 0, VICTIM_LEN, 77);
+	t_ok(mfs_fsync(fs, ino, false));
+	t_ok(mfs_fsync(fs, MFS_ROOT_INO, false));
+}
+
+static void victim_cut(struct mfs_fs *fs)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 0 };
+	struct stat st;
+
+	t_ok(mfs_setattr(fs, &tf_root, tf_ino(fs, "victim"), &sa, &st));
+}
+
+static void victim_check(struct mfs_fs *fs)
+{
+	uint64_t ino = tf_ino(fs, "victim");
+	struct stat st;
+
+	t_ok(mfs_getattr(fs, ino, &st));
+	if (st.st_size)
+		tf_verify(fs, ino, 0, VICTIM_LEN, 77);
+}
+
 static void check_image(struct bdev *img, size_t prefix)
 {
 	struct mfs_fs *fs = tf_mount(img);
+
+	if (prefix)
+		victim_check(fs);
 
 	for (unsigned i = 0; i < nkept; i++) {
 		if (kept[i].log_pos > prefix)
@@ -101,9 +136,12 @@ int main(void)
 	struct mfs_fs *fs = tf_mount_opts(bd, &o);
 	size_t n, images = 0;
 
+	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_mem_record(bd, true);
 	for (int i = 0; i < FILES; i++) {
+		if (i == 1)
+			victim_cut(fs);
 		churn(fs, i);
 		if (i % 2 == 0)
 			keep(fs, bd, i);
