@@ -12,6 +12,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "bdev.h"
 #include "mfs_format.h"
@@ -215,6 +219,176 @@ void mfs_raw_bmap_walk_init(struct mfs_raw *raw, uint32_t ino,
  */
 int mfs_dirblock_check(const struct mfs_super *sb, uint32_t ino,
 		       const void *block, char *why, size_t whylen);
+
+/* ---- the mounted filesystem ---------------------------------------------- */
+
+/*
+ * The filesystem itself, as the daemon, the crash tester, fsck's checks of
+ * a live image and the benchmarks drive it.  It knows no FUSE: one thin
+ * adapter (daemon/) turns requests into these calls.  Every call returns 0
+ * (or a count) or a negative errno, with the values Linux gives for the
+ * same system call.  Inode numbers are the filesystem's (the root is
+ * MFS_ROOT_INO); calls are safe from many threads at once.
+ *
+ * Lookup counts: every call that hands out an inode (mfs_lookup,
+ * mfs_create, mfs_mknod, mfs_mkdir, mfs_symlink, mfs_link, and
+ * mfs_readdir with @plus for each entry it reports other than "." and
+ * "..") adds one to that inode's lookup count; mfs_forget takes them off.
+ * An inode stays in memory while counted or open; an unlinked one keeps
+ * its blocks (on the orphan list) until both are gone.
+ */
+struct mfs_fs;
+
+enum mfs_data_mode {
+	MFS_DATA_ORDERED = 0,        /* data home before the commit (default) */
+	MFS_DATA_WRITEBACK,          /* metadata journalled, data unordered */
+	MFS_DATA_JOURNAL,            /* data through the journal */
+};
+
+enum mfs_atime_mode {
+	MFS_ATIME_RELATIME = 0,      /* default */
+	MFS_ATIME_STRICT,
+	MFS_ATIME_NONE,
+};
+
+struct mfs_mount_opts {
+	uint64_t cache_bytes;        /* page cache budget; 0: the default */
+	enum mfs_data_mode data;
+	unsigned int commit_s;       /* seconds between commits; 0: 5 */
+	enum mfs_atime_mode atime;
+	bool read_only;
+	bool errors_ro;              /* errors=remount-ro, else continue */
+	bool force;                  /* mount even when marked with errors */
+	bool no_flusher;             /* tests: write back only when asked */
+};
+
+/* Who asks, as the kernel reports the caller. */
+struct mfs_cred {
+	uint32_t uid, gid;
+	uint32_t umask;              /* applied to modes of new inodes */
+	unsigned int ngroups;
+	const uint32_t *groups;      /* supplementary groups */
+};
+
+/*
+ * Mount the filesystem on @bd: check the superblock, replay the journal,
+ * process the orphan list, start the journal and the page cache.  @bd
+ * stays the caller's and must outlive the mount.  A refusal is logged in
+ * one line naming the problem: -EUCLEAN damage, -EOPNOTSUPP an unknown
+ * incompat feature (an unknown ro_compat one needs @read_only), -EROFS a
+ * filesystem marked with errors without @force.
+ */
+int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
+	      struct mfs_fs **out);
+/* Write everything back, commit, checkpoint, mark clean, free @fs. */
+int mfs_unmount(struct mfs_fs *fs);
+/* syncfs: every dirty page home, every transaction committed. */
+int mfs_sync(struct mfs_fs *fs);
+int mfs_statfs(struct mfs_fs *fs, struct statvfs *out);
+
+/* ---- names and attributes ---- */
+
+/* @st and @gen (the inode's generation) may be NULL where not wanted. */
+int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	       const char *name, struct stat *st, uint64_t *gen);
+void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup);
+int mfs_getattr(struct mfs_fs *fs, uint64_t ino, struct stat *st);
+/* permission check of access(2); @mask of R_OK, W_OK, X_OK or F_OK */
+int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+	       int mask);
+
+#define MFS_SET_MODE        0x001u
+#define MFS_SET_UID         0x002u
+#define MFS_SET_GID         0x004u
+#define MFS_SET_SIZE        0x008u
+#define MFS_SET_ATIME       0x010u
+#define MFS_SET_MTIME       0x020u
+#define MFS_SET_ATIME_NOW   0x040u
+#define MFS_SET_MTIME_NOW   0x080u
+#define MFS_SET_CTIME       0x100u
+#define MFS_SET_BY_FILE     0x200u   /* through an open file (ftruncate...) */
+
+struct mfs_setattr {
+	unsigned int valid;          /* MFS_SET_* */
+	mode_t mode;
+	uint32_t uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+
+int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		const struct mfs_setattr *sa, struct stat *st);
+
+/* mknod(2) for regular files, fifos, sockets and devices. */
+int mfs_mknod(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	      const char *name, mode_t mode, dev_t rdev, struct stat *st,
+	      uint64_t *gen);
+int mfs_mkdir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	      const char *name, mode_t mode, struct stat *st, uint64_t *gen);
+int mfs_symlink(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+		const char *name, const char *target, struct stat *st,
+		uint64_t *gen);
+int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+	     uint64_t newdir, const char *newname, struct stat *st, uint64_t *gen);
+int mfs_unlink(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	       const char *name);
+int mfs_rmdir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	      const char *name);
+/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE. */
+int mfs_rename(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	       const char *name, uint64_t newdir, const char *newname,
+	       unsigned int flags);
+/* The target into @buf (not terminated); returns its length. */
+ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size);
+
+/* ---- open files ---- */
+
+struct mfs_file;
+
+/* open(2) of an existing inode with @flags (O_ACCMODE, O_TRUNC, O_APPEND,
+ * O_DIRECT ...). */
+int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+	     int flags, struct mfs_file **out);
+/* open(2) with O_CREAT: creates @name unless it exists (EEXIST with
+ * O_EXCL), and opens it. */
+int mfs_create(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	       const char *name, mode_t mode, int flags, struct stat *st,
+	       uint64_t *gen, struct mfs_file **out);
+/* Short only at end of file. */
+ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
+		 uint64_t off);
+/* All or an error; O_APPEND files write at their end whatever @off. */
+ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
+		  struct mfs_file *f, const void *buf, size_t size, uint64_t off);
+/* fsync(2) / fdatasync(2) of an inode (files and directories). */
+int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync);
+int mfs_release(struct mfs_fs *fs, struct mfs_file *f);
+
+/* ---- directories ---- */
+
+struct mfs_dir;
+
+int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		struct mfs_dir **out);
+/*
+ * Report the entries from position @off (0: the start; else a @next of an
+ * entry reported before) to @fill until it returns non-zero (that entry
+ * is then not reported).  Positions stay valid while entries come and go:
+ * each entry present throughout is reported once.  With @plus, @st is
+ * filled and each reported entry but "." and ".." counts as a lookup.
+ */
+typedef int (*mfs_filldir_t)(void *ctx, const char *name, size_t namelen,
+			     uint64_t ino, unsigned int type, uint64_t next,
+			     const struct stat *st);
+int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
+		mfs_filldir_t fill, void *ctx);
+int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d);
+
+/* ---- statistics ---- */
+
+/* "key: value" lines of the caches', directories' and journal's counters
+ * into @buf; returns the length it needs (as snprintf). */
+size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size);
 
 /* ---- printing (miscfs-debug) --------------------------------------------- */
 

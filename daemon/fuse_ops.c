@@ -1,0 +1,520 @@
+/*
+ * fuse_ops.c - FUSE low-level requests to mfs_* calls, and nothing else:
+ * inode numbers (FUSE's root is 1, the filesystem's MFS_ROOT_INO), the
+ * caller's credentials, and each reply.  Every request ends in exactly one
+ * fuse_reply_*; errors are negative errno from the core, turned positive
+ * here only.
+ */
+#include "fuse_ops.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define ATTR_TIMEOUT 1.0
+#define MAX_GROUPS 64
+
+static struct mfs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static uint64_t to_mfs(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? MFS_ROOT_INO : ino;
+}
+
+static fuse_ino_t to_fuse(uint64_t ino)
+{
+	return ino == MFS_ROOT_INO ? FUSE_ROOT_ID : ino;
+}
+
+/* The caller, as the kernel reports it; supplementary groups are only
+ * looked up for a caller that is not root (root passes every check). */
+struct cred_buf {
+	struct mfs_cred cr;
+	uint32_t groups[MAX_GROUPS];
+};
+
+static const struct mfs_cred *cred_of(fuse_req_t req, struct cred_buf *b)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t g[MAX_GROUPS];
+	int n = 0;
+
+	b->cr = (struct mfs_cred){ ctx->uid, ctx->gid, ctx->umask, 0, b->groups };
+	if (ctx->uid)
+		n = fuse_req_getgroups(req, MAX_GROUPS, g);
+	for (int i = 0; i < n && i < MAX_GROUPS; i++)
+		b->groups[i] = g[i];
+	b->cr.ngroups = n > 0 ? (unsigned)UT_MIN(n, MAX_GROUPS) : 0;
+	return &b->cr;
+}
+
+static void reply_err(fuse_req_t req, long err)
+{
+	fuse_reply_err(req, err < 0 ? (int)-err : 0);
+}
+
+static void reply_entry(fuse_req_t req, int err, struct stat *st, uint64_t gen)
+{
+	struct fuse_entry_param e = { 0 };
+
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	st->st_ino = to_fuse(st->st_ino);
+	e.ino = st->st_ino;
+	e.generation = gen;
+	e.attr = *st;
+	e.attr_timeout = ATTR_TIMEOUT;
+	e.entry_timeout = ATTR_TIMEOUT;
+	fuse_reply_entry(req, &e);
+}
+
+static void reply_attr(fuse_req_t req, int err, struct stat *st)
+{
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	st->st_ino = to_fuse(st->st_ino);
+	fuse_reply_attr(req, st, ATTR_TIMEOUT);
+}
+
+/* ---- names --------------------------------------------------------------- */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct cred_buf cb;
+	struct stat st;
+	uint64_t gen = 0;
+	int err = mfs_lookup(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
+			     &st, &gen);
+
+	reply_entry(req, err, &st, gen);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	mfs_forget(fs_of(req), to_mfs(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		mfs_forget(fs_of(req), to_mfs(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	(void)fi;
+	reply_attr(req, mfs_getattr(fs_of(req), to_mfs(ino), &st), &st);
+}
+
+static unsigned setattr_valid(int to_set, struct fuse_file_info *fi)
+{
+	static const struct { int fuse; unsigned mfs; } map[] = {
+		{ FUSE_SET_ATTR_MODE, MFS_SET_MODE },
+		{ FUSE_SET_ATTR_UID, MFS_SET_UID },
+		{ FUSE_SET_ATTR_GID, MFS_SET_GID },
+		{ FUSE_SET_ATTR_SIZE, MFS_SET_SIZE },
+		{ FUSE_SET_ATTR_ATIME, MFS_SET_ATIME },
+		{ FUSE_SET_ATTR_MTIME, MFS_SET_MTIME },
+		{ FUSE_SET_ATTR_ATIME_NOW, MFS_SET_ATIME | MFS_SET_ATIME_NOW },
+		{ FUSE_SET_ATTR_MTIME_NOW, MFS_SET_MTIME | MFS_SET_MTIME_NOW },
+		{ FUSE_SET_ATTR_CTIME, MFS_SET_CTIME },
+	};
+	unsigned valid = fi ? MFS_SET_BY_FILE : 0;
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (to_set & map[i].fuse)
+			valid |= map[i].mfs;
+	return valid;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct cred_buf cb;
+	struct mfs_setattr sa = {
+		.valid = setattr_valid(to_set, fi),
+		.mode = attr->st_mode, .uid = attr->st_uid, .gid = attr->st_gid,
+		.size = (uint64_t)attr->st_size,
+		.atime = attr->st_atim, .mtime = attr->st_mtim, .ctime = attr->st_ctim,
+	};
+	struct stat st;
+	int err = mfs_setattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), &sa, &st);
+
+	reply_attr(req, err, &st);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4097];
+	ssize_t n = mfs_readlink(fs_of(req), to_mfs(ino), buf, sizeof(buf) - 1);
+
+	if (n < 0) {
+		reply_err(req, n);
+		return;
+	}
+	buf[n] = 0;
+	fuse_reply_readlink(req, buf);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	struct cred_buf cb;
+	struct stat st;
+	uint64_t gen = 0;
+	int err = mfs_mknod(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
+			    mode, rdev, &st, &gen);
+
+	reply_entry(req, err, &st, gen);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	struct cred_buf cb;
+	struct stat st;
+	uint64_t gen = 0;
+	int err = mfs_mkdir(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
+			    mode, &st, &gen);
+
+	reply_entry(req, err, &st, gen);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		       const char *name)
+{
+	struct cred_buf cb;
+	struct stat st;
+	uint64_t gen = 0;
+	int err = mfs_symlink(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
+			      target, &st, &gen);
+
+	reply_entry(req, err, &st, gen);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct cred_buf cb;
+	struct stat st;
+	uint64_t gen = 0;
+	int err = mfs_link(fs_of(req), cred_of(req, &cb), to_mfs(ino),
+			   to_mfs(newparent), newname, &st, &gen);
+
+	reply_entry(req, err, &st, gen);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct cred_buf cb;
+
+	reply_err(req, mfs_unlink(fs_of(req), cred_of(req, &cb), to_mfs(parent), name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct cred_buf cb;
+
+	reply_err(req, mfs_rmdir(fs_of(req), cred_of(req, &cb), to_mfs(parent), name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct cred_buf cb;
+
+	reply_err(req, mfs_rename(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
+				  to_mfs(newparent), newname, flags));
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static struct mfs_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct mfs_file *)(uintptr_t)fi->fh;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cred_buf cb;
+	struct mfs_file *f;
+	int err = mfs_open(fs_of(req), cred_of(req, &cb), to_mfs(ino), fi->flags, &f);
+
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		mfs_release(fs_of(req), f);      /* the caller was interrupted */
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct cred_buf cb;
+	struct fuse_entry_param e = { 0 };
+	struct mfs_file *f;
+	uint64_t gen = 0;
+	int err = mfs_create(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
+			     mode, fi->flags, &e.attr, &gen, &f);
+
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	e.attr.st_ino = to_fuse(e.attr.st_ino);
+	e.ino = e.attr.st_ino;
+	e.generation = gen;
+	e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+	fi->fh = (uintptr_t)f;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		mfs_release(fs_of(req), f);
+		mfs_forget(fs_of(req), to_mfs(e.ino), 1);
+	}
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t n;
+
+	(void)ino;
+	if (!buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	n = mfs_read(fs_of(req), file_of(fi), buf, size, (uint64_t)off);
+	if (n < 0)
+		reply_err(req, n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	struct cred_buf cb;
+	ssize_t n = mfs_write(fs_of(req), cred_of(req, &cb), file_of(fi), buf, size,
+			      (uint64_t)off);
+
+	(void)ino;
+	if (n < 0)
+		reply_err(req, n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	reply_err(req, mfs_release(fs_of(req), file_of(fi)));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_err(req, mfs_fsync(fs_of(req), to_mfs(ino), datasync != 0));
+}
+
+/* ---- directories --------------------------------------------------------- */
+
+static struct mfs_dir *dir_of(struct fuse_file_info *fi)
+{
+	return (struct mfs_dir *)(uintptr_t)fi->fh;
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cred_buf cb;
+	struct mfs_dir *d;
+	int err = mfs_opendir(fs_of(req), cred_of(req, &cb), to_mfs(ino), &d);
+
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		mfs_releasedir(fs_of(req), d);
+}
+
+static mode_t ft_mode(unsigned int type)
+{
+	static const mode_t modes[MFS_FT_MAX] = {
+		[MFS_FT_REG_FILE] = S_IFREG, [MFS_FT_DIR] = S_IFDIR,
+		[MFS_FT_CHRDEV] = S_IFCHR, [MFS_FT_BLKDEV] = S_IFBLK,
+		[MFS_FT_FIFO] = S_IFIFO, [MFS_FT_SOCK] = S_IFSOCK,
+		[MFS_FT_SYMLINK] = S_IFLNK,
+	};
+
+	return type < MFS_FT_MAX ? modes[type] : 0;
+}
+
+struct dirbuf {
+	fuse_req_t req;
+	char *buf;
+	size_t size, len;
+	bool plus;
+};
+
+static int fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
+		unsigned int type, uint64_t next, const struct stat *st)
+{
+	struct dirbuf *b = ctx;
+	char cname[MFS_NAME_LEN + 1];
+	struct fuse_entry_param e = { 0 };
+	size_t need;
+
+	memcpy(cname, name, namelen);
+	cname[namelen] = 0;
+	if (st) {
+		e.attr = *st;
+		e.ino = to_fuse(ino);
+		e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+	}
+	e.attr.st_ino = to_fuse(ino);
+	if (!st)
+		e.attr.st_mode = ft_mode(type);
+	if (b->plus)
+		need = fuse_add_direntry_plus(b->req, b->buf + b->len, b->size - b->len,
+					      cname, &e, (off_t)next);
+	else
+		need = fuse_add_direntry(b->req, b->buf + b->len, b->size - b->len,
+					 cname, &e.attr, (off_t)next);
+	if (need > b->size - b->len)
+		return 1;
+	b->len += need;
+	return 0;
+}
+
+static void readdir_any(fuse_req_t req, size_t size, off_t off,
+			struct fuse_file_info *fi, bool plus)
+{
+	struct dirbuf b = { req, malloc(size ? size : 1), size, 0, plus };
+	int err;
+
+	if (!b.buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	err = mfs_readdir(fs_of(req), dir_of(fi), (uint64_t)off, plus, fill, &b);
+	if (err && !b.len)
+		reply_err(req, err);
+	else
+		fuse_reply_buf(req, b.buf, b.len);
+	free(b.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	readdir_any(req, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)ino;
+	readdir_any(req, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	reply_err(req, mfs_releasedir(fs_of(req), dir_of(fi)));
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_err(req, mfs_fsync(fs_of(req), to_mfs(ino), datasync != 0));
+}
+
+/* ---- the filesystem ------------------------------------------------------ */
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+	int err = mfs_statfs(fs_of(req), &sv);
+
+	(void)ino;
+	if (err)
+		reply_err(req, err);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct cred_buf cb;
+
+	reply_err(req, mfs_access(fs_of(req), cred_of(req, &cb), to_mfs(ino), mask));
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* The daemon caches pages itself; the kernel's writeback cache would
+	 * hold a second copy and reorder writes behind the journal's back. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+const struct fuse_lowlevel_ops mfs_fuse_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.access = op_access,
+};

@@ -1,0 +1,15 @@
+/*
+ * fuse_ops.h - the FUSE low-level operations over a mounted miscfs: the
+ * one place that translates FUSE requests into mfs_* calls.
+ */
+#ifndef MISCFS_FUSE_OPS_H
+#define MISCFS_FUSE_OPS_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+
+#include "mfs.h"
+
+extern const struct fuse_lowlevel_ops mfs_fuse_ops;
+
+#endif /* MISCFS_FUSE_OPS_H */

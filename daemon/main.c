@@ -1,0 +1,337 @@
+/*
+ * main.c - the miscfs daemon: miscfs IMAGE MOUNTPOINT [-o opts] [-f] [-d].
+ *
+ * It locks the image (a second daemon is refused), opens it with the
+ * filesystem's block size, mounts the filesystem, mounts it in the kernel
+ * through /dev/fuse and serves requests from several threads until the
+ * kernel unmounts it or a signal arrives; then it unmounts the filesystem
+ * cleanly.  Without -f it detaches once the mount is up, and its exit
+ * status says whether the mount came up (mount(8) and mount.fuse3 wait
+ * for it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fuse_ops.h"
+#include "util.h"
+
+struct args {
+	const char *image, *mountpoint;
+	bool foreground, debug;
+	struct mfs_mount_opts mo;
+	char kopts[1024];            /* options for the kernel mount */
+	char fsname[PATH_MAX];
+};
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: miscfs IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
+		"options: cache_size=SIZE data=ordered|writeback commit=SECONDS ro rw\n"
+		"         errors=continue|remount-ro force allow_other default_permissions\n"
+		"         relatime strictatime noatime nodev nosuid dev suid exec noexec\n"
+		"         defaults\n");
+	return 2;
+}
+
+static void kopt(struct args *a, const char *opt)
+{
+	size_t len = strlen(a->kopts);
+
+	snprintf(a->kopts + len, sizeof(a->kopts) - len, "%s%s", len ? "," : "", opt);
+}
+
+static int opt_value(struct args *a, const char *key, const char *val)
+{
+	uint64_t n;
+
+	if (!strcmp(key, "cache_size")) {
+		if (ut_parse_size(val, &n) || n < (1u << 20))
+			return mlog_err("cache_size=%s: not a size of 1M or more", val), -1;
+		a->mo.cache_bytes = n;
+	} else if (!strcmp(key, "data")) {
+		if (!strcmp(val, "ordered"))
+			a->mo.data = MFS_DATA_ORDERED;
+		else if (!strcmp(val, "writeback"))
+			a->mo.data = MFS_DATA_WRITEBACK;
+		else if (!strcmp(val, "journal"))
+			return mlog_err("data=journal is not supported yet; use "
+					"data=ordered or data=writeback"), -1;
+		else
+			return mlog_err("data=%s: unknown data mode", val), -1;
+	} else if (!strcmp(key, "commit")) {
+		char *end;
+		unsigned long s = strtoul(val, &end, 10);
+
+		if (*end || !*val || s > 3600)
+			return mlog_err("commit=%s: not a number of seconds", val), -1;
+		a->mo.commit_s = (unsigned)s;
+	} else if (!strcmp(key, "errors")) {
+		if (strcmp(val, "continue") && strcmp(val, "remount-ro"))
+			return mlog_err("errors=%s: use continue or remount-ro", val), -1;
+		a->mo.errors_ro = !strcmp(val, "remount-ro");
+	} else if (!strcmp(key, "fsname") || !strcmp(key, "subtype")) {
+		char buf[PATH_MAX + 16];
+
+		snprintf(buf, sizeof(buf), "%s=%s", key, val);
+		kopt(a, buf);
+	} else {
+		return mlog_err("unknown mount option '%s=%s'", key, val), -1;
+	}
+	return 0;
+}
+
+static int opt_flag(struct args *a, const char *opt)
+{
+	static const char *const kernel[] = { "allow_other", "default_permissions",
+		"nodev", "nosuid", "dev", "suid", "exec", "noexec", NULL };
+
+	for (int i = 0; kernel[i]; i++)
+		if (!strcmp(opt, kernel[i]))
+			return kopt(a, opt), 0;
+	if (!strcmp(opt, "ro"))
+		a->mo.read_only = true;
+	else if (!strcmp(opt, "rw"))
+		a->mo.read_only = false;
+	else if (!strcmp(opt, "force"))
+		a->mo.force = true;
+	else if (!strcmp(opt, "relatime"))
+		a->mo.atime = MFS_ATIME_RELATIME;
+	else if (!strcmp(opt, "strictatime"))
+		a->mo.atime = MFS_ATIME_STRICT;
+	else if (!strcmp(opt, "noatime"))
+		a->mo.atime = MFS_ATIME_NONE;
+	else if (strcmp(opt, "defaults") && strcmp(opt, "auto") && strcmp(opt, "noauto") &&
+		 strcmp(opt, "user") && strcmp(opt, "nouser") && strcmp(opt, "_netdev"))
+		return mlog_err("unknown mount option '%s'", opt), -1;
+	return 0;
+}
+
+static int parse_opts(struct args *a, const char *list)
+{
+	char *copy = strdup(list), *save, *opt;
+	int err = copy ? 0 : -1;
+
+	for (opt = copy ? strtok_r(copy, ",", &save) : NULL; opt && !err;
+	     opt = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(opt, '=');
+
+		if (eq) {
+			*eq = 0;
+			err = opt_value(a, opt, eq + 1);
+		} else {
+			err = opt_flag(a, opt);
+		}
+	}
+	free(copy);
+	return err;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (!strcmp(s, "-o") && i + 1 < argc) {
+			if (parse_opts(a, argv[++i]))
+				return -1;
+		} else if (!strncmp(s, "-o", 2) && s[2]) {
+			if (parse_opts(a, s + 2))
+				return -1;
+		} else if (!strcmp(s, "-f")) {
+			a->foreground = true;
+		} else if (!strcmp(s, "-d")) {
+			a->foreground = a->debug = true;
+		} else if (s[0] == '-') {
+			return -1;
+		} else if (!a->image) {
+			a->image = s;
+		} else if (!a->mountpoint) {
+			a->mountpoint = s;
+		} else {
+			return -1;
+		}
+	}
+	return a->image && a->mountpoint ? 0 : -1;
+}
+
+/* ---- the image ----------------------------------------------------------- */
+
+/* An exclusive lock on the image for the daemon's life. */
+static int lock_image(const char *path, bool ro)
+{
+	int fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+
+	if (fd < 0) {
+		mlog_err("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno == EWOULDBLOCK)
+			mlog_err("%s is in use by another miscfs daemon", path);
+		else
+			mlog_err("%s: cannot lock: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Open the device with the filesystem's block size, read from the
+ * superblock through a first open with 1 KiB blocks. */
+static int open_image(const struct args *a, struct bdev **out)
+{
+	struct bdev_open_opts o = { .block_size = 1024, .read_only = a->mo.read_only };
+	struct mfs_super sb;
+	uint32_t copy;
+	struct bdev *bd;
+	int err = bdev_open(a->image, &o, &bd);
+
+	if (err) {
+		mlog_err("%s: %s", a->image, strerror(-err));
+		return err;
+	}
+	err = mfs_sb_load(bd, &sb, &copy);
+	bdev_close(bd);
+	if (err)
+		return err;
+	o.block_size = mfs_block_size(&sb);
+	err = bdev_open(a->image, &o, out);
+	if (err)
+		mlog_err("%s: %s", a->image, strerror(-err));
+	return err;
+}
+
+/* ---- FUSE ---------------------------------------------------------------- */
+
+static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
+{
+	char opts[sizeof(a->kopts) + PATH_MAX + 32];
+	char *argv[6];
+	int argc = 0;
+	struct fuse_args fa;
+
+	snprintf(opts, sizeof(opts), "fsname=%s%s%s%s", a->fsname,
+		 a->kopts[0] ? "," : "", a->kopts, a->mo.read_only ? ",ro" : "");
+	argv[argc++] = (char *)"miscfs";
+	argv[argc++] = (char *)"-o";
+	argv[argc++] = opts;
+	if (a->debug)
+		argv[argc++] = (char *)"-d";
+	argv[argc] = NULL;
+	fa = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+	return fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
+}
+
+static int serve(struct fuse_session *se)
+{
+	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
+
+	return fuse_session_loop_mt(se, &cfg);
+}
+
+/* Tell the waiting parent whether the mount came up, then detach. */
+static void report(int fd, char status)
+{
+	int null;
+
+	if (fd < 0)
+		return;
+	if (write(fd, &status, 1) != 1)
+		status = 1;
+	close(fd);
+	if (status)
+		return;
+	null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+}
+
+static int run(struct args *a, int status_fd)
+{
+	struct fuse_session *se = NULL;
+	struct mfs_fs *fs = NULL;
+	struct bdev *bd = NULL;
+	int lock = lock_image(a->image, a->mo.read_only), err = -1;
+
+	if (lock >= 0 && !open_image(a, &bd) && !mfs_mount(bd, &a->mo, &fs))
+		se = session_new(a, fs);
+	if (se && fuse_set_signal_handlers(se) == 0) {
+		if (fuse_session_mount(se, a->mountpoint) == 0) {
+			report(status_fd, 0);
+			status_fd = -1;
+			err = serve(se);
+			fuse_session_unmount(se);
+		}
+		fuse_remove_signal_handlers(se);
+	}
+	if (fs && mfs_unmount(fs)) {
+		mlog_err("%s: unmount failed; the journal will be replayed at the "
+			 "next mount", a->image);
+		err = -1;
+	}
+	if (se)
+		fuse_session_destroy(se);
+	if (bd)
+		bdev_close(bd);
+	if (lock >= 0)
+		close(lock);
+	report(status_fd, 1);
+	return err ? 1 : 0;
+}
+
+/* Without -f: the child mounts and serves; the parent exits with the
+ * status the child reports once the mount is up (or has failed). */
+static int detach(int *status_fd)
+{
+	int p[2];
+	pid_t pid;
+	char status = 1;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(p[0]);
+		setsid();
+		*status_fd = p[1];
+		return 0;
+	}
+	close(p[1]);
+	if (read(p[0], &status, 1) != 1)
+		status = 1;
+	_exit(status);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	int status_fd = -1;
+
+	mlog_set_ident("miscfs");
+	if (argc == 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+		printf("miscfs %s\n", MISCFS_VERSION);
+		return 0;
+	}
+	if (parse_args(argc, argv, &a))
+		return usage();
+	if (!realpath(a.image, a.fsname))
+		snprintf(a.fsname, sizeof(a.fsname), "%s", a.image);
+	if (!a.foreground && detach(&status_fd))
+		return 1;
+	return run(&a, status_fd);
+}

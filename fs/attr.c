@@ -1,0 +1,309 @@
+/*
+ * attr.c - permissions and attribute changes: access(2), chmod, chown,
+ * utimens and truncate, with the rules Linux applies (owner, group with
+ * supplementary groups, other; root passes every check but execute on a
+ * file with no execute bit; set-id bits cleared as Linux clears them).
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+bool mfs_in_group(const struct mfs_cred *cr, uint32_t gid)
+{
+	if (cr->gid == gid)
+		return true;
+	for (unsigned i = 0; i < cr->ngroups; i++)
+		if (cr->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* @mask of R_OK, W_OK, X_OK; a NULL @cr is the filesystem itself. */
+int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
+{
+	uint16_t mode;
+	uint32_t uid, gid, bits;
+
+	if (!cr || !mask)
+		return 0;
+	pthread_mutex_lock(&n->lock);
+	mode = le16toh(n->raw.i_mode);
+	uid = le32toh(n->raw.i_uid);
+	gid = le32toh(n->raw.i_gid);
+	pthread_mutex_unlock(&n->lock);
+	if (cr->uid == 0) {
+		if (!(mask & X_OK) || S_ISDIR(mode) || (mode & 0111))
+			return 0;
+		return -EACCES;
+	}
+	if (cr->uid == uid)
+		bits = mode >> 6;
+	else if (mfs_in_group(cr, gid))
+		bits = mode >> 3;
+	else
+		bits = mode;
+	return ((bits & 7) & (unsigned)mask) == (unsigned)mask ? 0 : -EACCES;
+}
+
+static bool is_owner(struct mfs_node *n, const struct mfs_cred *cr)
+{
+	return !cr || cr->uid == 0 || cr->uid == le32toh(n->raw.i_uid);
+}
+
+/* Sticky directories: only the owner of the entry or of the directory
+ * (or root) removes or renames it. */
+int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
+		   const struct mfs_cred *cr)
+{
+	int err = mfs_permission(dir, cr, W_OK | X_OK);
+
+	if (err)
+		return err;
+	if (!(node_mode(dir) & S_ISVTX) || is_owner(victim, cr) || is_owner(dir, cr))
+		return 0;
+	return -EPERM;
+}
+
+int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+	       int mask)
+{
+	struct mfs_node *n;
+	int err = mfs_iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	err = mfs_permission(n, cr, mask & (R_OK | W_OK | X_OK));
+	if (!err && (mask & W_OK) && mfs_check_rw(fs) &&
+	    (S_ISREG(node_mode(n)) || S_ISDIR(node_mode(n)) || S_ISLNK(node_mode(n))))
+		err = -EROFS;
+	mfs_iput(n);
+	return err;
+}
+
+/* ---- truncate ------------------------------------------------------------ */
+
+/* Zero the part of the last block beyond a new size, in the cache and, by
+ * writeback, on disk: bytes past the end must read as zeros if the file
+ * grows again. */
+static int zero_tail(struct mfs_node *n, uint64_t size)
+{
+	uint32_t bs = n->fs->bs, in = (uint32_t)(size % bs);
+	struct pc_page *pg;
+	uint64_t pblk;
+	int err;
+
+	if (!in)
+		return 0;
+	err = mfs_bmap_lookup(n, size / bs, &pblk);
+	if (err || !pblk)
+		return err;
+	err = pc_read_cache_page(n->map, size / bs, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	memset((char *)pg->data + in, 0, bs - in);
+	pc_set_page_dirty(pg);
+	pc_unlock_page(pg);
+	pc_put_page(pg);
+	return 0;
+}
+
+static int set_size(struct mfs_node *n, uint64_t size)
+{
+	struct jnl_handle h;
+	int err = mfs_jstart(n->fs, MFS_CR_INODE, &h);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_size = htole64(size);
+	mfs_node_touch(n, true, true);
+	pthread_mutex_unlock(&n->lock);
+	err = mfs_inode_write(n, &h, true);
+	return mfs_jstop(n->fs, &h, err);
+}
+
+/* rwsem held for writing. */
+int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t size)
+{
+	uint64_t old = node_size(n);
+	int err;
+
+	(void)cr;
+	if (size > mfs_max_file_size(n->fs->bs))
+		return -EFBIG;
+	err = set_size(n, size);
+	if (err || size >= old)
+		return err;
+	pc_truncate(n->map, size);
+	err = zero_tail(n, size);
+	if (!err)
+		err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(size, n->fs->bs));
+	return err;
+}
+
+/* ---- setattr ------------------------------------------------------------- */
+
+static int check_chown(struct mfs_node *n, const struct mfs_cred *cr,
+		       const struct mfs_setattr *sa)
+{
+	uint32_t uid = le32toh(n->raw.i_uid), gid = le32toh(n->raw.i_gid);
+
+	if (!cr || cr->uid == 0)
+		return 0;
+	if ((sa->valid & MFS_SET_UID) && sa->uid != uid)
+		return -EPERM;
+	if ((sa->valid & MFS_SET_GID) && sa->gid != gid &&
+	    (cr->uid != uid || !mfs_in_group(cr, sa->gid)))
+		return -EPERM;
+	return 0;
+}
+
+/* Setting times to now needs write permission; setting given times needs
+ * ownership (utimensat(2)). */
+static int check_times(struct mfs_node *n, const struct mfs_cred *cr,
+		       const struct mfs_setattr *sa)
+{
+	bool given = ((sa->valid & MFS_SET_ATIME) && !(sa->valid & MFS_SET_ATIME_NOW)) ||
+		     ((sa->valid & MFS_SET_MTIME) && !(sa->valid & MFS_SET_MTIME_NOW));
+
+	if (is_owner(n, cr))
+		return 0;
+	return given ? -EPERM : mfs_permission(n, cr, W_OK);
+}
+
+static int setattr_check(struct mfs_node *n, const struct mfs_cred *cr,
+			 const struct mfs_setattr *sa)
+{
+	int err = 0;
+
+	if ((sa->valid & MFS_SET_MODE) && !is_owner(n, cr))
+		return -EPERM;
+	if (sa->valid & (MFS_SET_UID | MFS_SET_GID))
+		err = check_chown(n, cr, sa);
+	if (!err && (sa->valid & (MFS_SET_ATIME | MFS_SET_MTIME | MFS_SET_ATIME_NOW |
+				  MFS_SET_MTIME_NOW)))
+		err = check_times(n, cr, sa);
+	if (!err && (sa->valid & MFS_SET_SIZE)) {
+		if (S_ISDIR(node_mode(n)))
+			return -EISDIR;
+		if (!S_ISREG(node_mode(n)))
+			return -EINVAL;
+		if (!(sa->valid & MFS_SET_BY_FILE))
+			err = mfs_permission(n, cr, W_OK);
+	}
+	return err;
+}
+
+static void set_time(int64_t *sec, uint32_t *nsec, const struct timespec *ts)
+{
+	*sec = htole64(ts->tv_sec);
+	*nsec = htole32((uint32_t)ts->tv_nsec);
+}
+
+/* Mode and owners; node->lock held. */
+static void apply_ids(struct mfs_node *n, const struct mfs_cred *cr,
+		      const struct mfs_setattr *sa)
+{
+	uint16_t mode = node_mode(n);
+
+	if (sa->valid & MFS_SET_MODE) {
+		mode = (mode & S_IFMT) | (sa->mode & 07777);
+		if (cr && cr->uid && !mfs_in_group(cr, le32toh(n->raw.i_gid)))
+			mode &= ~S_ISGID;
+	}
+	if (sa->valid & (MFS_SET_UID | MFS_SET_GID)) {
+		if (sa->valid & MFS_SET_UID)
+			n->raw.i_uid = htole32(sa->uid);
+		if (sa->valid & MFS_SET_GID)
+			n->raw.i_gid = htole32(sa->gid);
+		if (!S_ISDIR(mode)) {
+			mode &= ~S_ISUID;
+			if (mode & S_IXGRP)
+				mode &= ~S_ISGID;
+		}
+	}
+	n->raw.i_mode = htole16(mode);
+}
+
+static void apply_times(struct mfs_node *n, const struct mfs_setattr *sa)
+{
+	struct timespec now;
+
+	mfs_now(&now);
+	if (sa->valid & MFS_SET_ATIME_NOW)
+		set_time(&n->raw.i_atime, &n->raw.i_atime_nsec, &now);
+	else if (sa->valid & MFS_SET_ATIME)
+		set_time(&n->raw.i_atime, &n->raw.i_atime_nsec, &sa->atime);
+	if (sa->valid & MFS_SET_MTIME_NOW)
+		set_time(&n->raw.i_mtime, &n->raw.i_mtime_nsec, &now);
+	else if (sa->valid & MFS_SET_MTIME)
+		set_time(&n->raw.i_mtime, &n->raw.i_mtime_nsec, &sa->mtime);
+	if (sa->valid & MFS_SET_CTIME)
+		set_time(&n->raw.i_ctime, &n->raw.i_ctime_nsec, &sa->ctime);
+	else
+		set_time(&n->raw.i_ctime, &n->raw.i_ctime_nsec, &now);
+}
+
+static int setattr_apply(struct mfs_node *n, const struct mfs_cred *cr,
+			 const struct mfs_setattr *sa)
+{
+	struct jnl_handle h;
+	bool data = sa->valid & (MFS_SET_MODE | MFS_SET_UID | MFS_SET_GID);
+	int err = mfs_jstart(n->fs, MFS_CR_INODE, &h);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&n->lock);
+	apply_ids(n, cr, sa);
+	apply_times(n, sa);
+	pthread_mutex_unlock(&n->lock);
+	err = mfs_inode_write(n, &h, data);
+	return mfs_jstop(n->fs, &h, err);
+}
+
+/* A non-root writer or truncater drops the set-id bits (Linux's
+ * file_remove_privs); the caller holds the rwsem. */
+int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_MODE };
+	uint16_t mode = node_mode(n);
+
+	if (!cr || cr->uid == 0 || !(mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (!(mode & S_ISUID) && !(mode & S_IXGRP))
+		return 0;       /* setgid without group exec: mandatory locking */
+	sa.mode = mode & ~S_ISUID;
+	if (mode & S_IXGRP)
+		sa.mode &= ~S_ISGID;
+	return setattr_apply(n, NULL, &sa);
+}
+
+int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		const struct mfs_setattr *sa, struct stat *st)
+{
+	struct mfs_node *n;
+	int err = mfs_check_rw(fs);
+
+	if (!err)
+		err = mfs_iget(fs, ino, &n);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&n->rwsem);
+	err = setattr_check(n, cr, sa);
+	if (!err && (sa->valid & MFS_SET_SIZE)) {
+		err = mfs_kill_suid(n, cr);
+		if (!err)
+			err = mfs_truncate_locked(n, cr, sa->size);
+	}
+	if (!err && (sa->valid & ~(MFS_SET_SIZE | MFS_SET_BY_FILE)))
+		err = setattr_apply(n, cr, sa);
+	pthread_rwlock_unlock(&n->rwsem);
+	if (!err && st)
+		mfs_node_fill_stat(n, st);
+	mfs_iput(n);
+	return err;
+}

@@ -1,0 +1,448 @@
+/*
+ * file.c - open files and directories: open, create, read, write, fsync,
+ * release, and directory reading.
+ *
+ * Reads take no inode lock: each page is copied under its page lock, and
+ * the size is read once.  Writes hold the inode's rwsem for writing and go
+ * in chunks, one handle each: the chunk's holes are given blocks under the
+ * handle (reserved before it starts) with the page locked, the data is
+ * copied into the page and the page dirtied; writeback later only maps it.
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Pages per write handle. */
+#define WRITE_CHUNK 16u
+
+struct mfs_file {
+	struct mfs_node *n;
+	int flags;
+	pthread_mutex_t ra_lock;
+	struct pc_ra_state ra;
+};
+
+struct mfs_dir {
+	struct mfs_node *n;
+};
+
+static int open_mask(int flags)
+{
+	switch (flags & O_ACCMODE) {
+	case O_RDONLY: return R_OK;
+	case O_WRONLY: return W_OK;
+	default: return R_OK | W_OK;
+	}
+}
+
+static int file_new(struct mfs_node *n, int flags, struct mfs_file **out)
+{
+	struct mfs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->n = n;
+	f->flags = flags;
+	pthread_mutex_init(&f->ra_lock, NULL);
+	pc_ra_init(&f->ra);
+	mfs_node_opened(n, 1);
+	*out = f;
+	return 0;
+}
+
+static int open_checks(struct mfs_node *n, const struct mfs_cred *cr, int flags)
+{
+	uint16_t mode = node_mode(n);
+	int mask = open_mask(flags), err;
+
+	if (S_ISDIR(mode) && (mask & W_OK))
+		return -EISDIR;
+	if ((mask & W_OK) || (flags & O_TRUNC)) {
+		err = mfs_check_rw(n->fs);
+		if (err && (S_ISREG(mode) || S_ISDIR(mode)))
+			return err;
+	}
+	return mfs_permission(n, cr, mask);
+}
+
+static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
+{
+	int err = 0;
+
+	if (!S_ISREG(node_mode(n)))
+		return 0;
+	pthread_rwlock_wrlock(&n->rwsem);
+	if (node_size(n)) {
+		err = mfs_kill_suid(n, cr);
+		if (!err)
+			err = mfs_truncate_locked(n, cr, 0);
+	}
+	pthread_rwlock_unlock(&n->rwsem);
+	return err;
+}
+
+int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+	     int flags, struct mfs_file **out)
+{
+	struct mfs_node *n;
+	int err = mfs_iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	err = open_checks(n, cr, flags);
+	if (!err && (flags & O_TRUNC) && (open_mask(flags) & W_OK))
+		err = open_trunc(n, cr);
+	if (!err)
+		err = file_new(n, flags, out);
+	if (err)
+		mfs_iput(n);
+	return err;
+}
+
+int mfs_create(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	       const char *name, mode_t mode, int flags, struct stat *st,
+	       uint64_t *gen, struct mfs_file **out)
+{
+	struct newinode ni = { .mode = S_IFREG | (mode & 07777) };
+	struct mfs_node *n;
+	int err = mfs_create_node(fs, cr, dir, name, &ni, st, gen, &n);
+
+	if (err == -EEXIST && !(flags & O_EXCL)) {
+		err = mfs_lookup(fs, cr, dir, name, st, gen);
+		if (err)
+			return err;
+		err = mfs_open(fs, cr, st->st_ino, flags, out);
+		if (err)
+			mfs_forget(fs, st->st_ino, 1);
+		else if (flags & O_TRUNC)
+			mfs_node_fill_stat((*out)->n, st);
+		return err;
+	}
+	if (err)
+		return err;
+	err = file_new(n, flags, out);
+	if (err) {
+		mfs_forget(fs, n->ino, 1);
+		mfs_iput(n);
+	}
+	return err;
+}
+
+int mfs_release(struct mfs_fs *fs, struct mfs_file *f)
+{
+	(void)fs;
+	mfs_node_opened(f->n, -1);
+	mfs_iput(f->n);
+	pthread_mutex_destroy(&f->ra_lock);
+	free(f);
+	return 0;
+}
+
+/* ---- read ---------------------------------------------------------------- */
+
+/* relatime: atime moves when it is older than mtime or ctime, or a day old. */
+static bool atime_due(struct mfs_node *n, const struct timespec *now)
+{
+	enum mfs_atime_mode mode = n->fs->opts.atime;
+	int64_t at, mt, ct;
+
+	if (mode == MFS_ATIME_NONE || mfs_check_rw(n->fs) ||
+	    (le32toh(n->raw.i_flags) & MFS_NOATIME_FL))
+		return false;
+	if (mode == MFS_ATIME_STRICT)
+		return true;
+	pthread_mutex_lock(&n->lock);
+	at = le64toh(n->raw.i_atime);
+	mt = le64toh(n->raw.i_mtime);
+	ct = le64toh(n->raw.i_ctime);
+	pthread_mutex_unlock(&n->lock);
+	return at <= mt || at <= ct || now->tv_sec - at >= 24 * 3600;
+}
+
+static void touch_atime(struct mfs_node *n)
+{
+	struct jnl_handle h;
+	struct timespec now;
+
+	mfs_now(&now);
+	if (!atime_due(n, &now) || mfs_jstart(n->fs, MFS_CR_INODE, &h))
+		return;
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_atime = htole64(now.tv_sec);
+	n->raw.i_atime_nsec = htole32((uint32_t)now.tv_nsec);
+	pthread_mutex_unlock(&n->lock);
+	mfs_jstop(n->fs, &h, mfs_inode_write(n, &h, false));
+}
+
+static int read_page(struct mfs_file *f, uint64_t idx, unsigned nr, uint64_t limit,
+		     struct pc_page **pg)
+{
+	int err;
+
+	pthread_mutex_lock(&f->ra_lock);
+	err = pc_read_page_ra(f->n->map, &f->ra, idx, nr, limit, pg);
+	pthread_mutex_unlock(&f->ra_lock);
+	return err;
+}
+
+ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
+		 uint64_t off)
+{
+	struct mfs_node *n = f->n;
+	uint32_t bs = fs->bs;
+	uint64_t end, limit;
+	size_t done = 0;
+	int err = 0;
+
+	if (S_ISDIR(node_mode(n)))
+		return -EISDIR;
+	if (!S_ISREG(node_mode(n)) || !n->map)
+		return -EINVAL;
+	pthread_mutex_lock(&n->lock);
+	end = UT_MIN(le64toh(n->raw.i_size), off + size);
+	pthread_mutex_unlock(&n->lock);
+	limit = UT_DIV_ROUND_UP(end, bs);
+	atomic_fetch_add(&fs->st.reads, 1);
+	while (off + done < end && !err) {
+		uint64_t pos = off + done, idx = pos / bs;
+		uint32_t in = (uint32_t)(pos % bs);
+		size_t len = UT_MIN((uint64_t)bs - in, end - pos);
+		struct pc_page *pg;
+
+		err = read_page(f, idx, (unsigned)UT_MIN(limit - idx, 1024u), limit, &pg);
+		if (err)
+			break;
+		pc_lock_page(pg);
+		memcpy((char *)buf + done, (char *)pg->data + in, len);
+		pc_unlock_page(pg);
+		pc_put_page(pg);
+		done += len;
+	}
+	if (done)
+		touch_atime(n);
+	return done ? (ssize_t)done : err;
+}
+
+/* ---- write --------------------------------------------------------------- */
+
+/* The page at @idx, locked and mapped to a block, ready for bytes
+ * [@in, @in + @len) of it. */
+static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
+		       uint32_t in, size_t len, struct pc_page **out)
+{
+	uint32_t bs = n->fs->bs;
+	bool whole = in == 0 && len == bs, isnew;
+	struct pc_page *pg;
+	uint64_t pblk;
+	int err;
+
+	if (!whole && idx * bs < node_size(n)) {
+		err = pc_read_cache_page(n->map, idx, &pg);   /* the rest of it */
+		if (err)
+			return err;
+		pc_lock_page(pg);
+	} else {
+		err = pc_find_or_create_page(n->map, idx, &pg);
+		if (err)
+			return err;
+	}
+	err = mfs_bmap_alloc(n, h, idx, &pblk, &isnew);
+	if (!err && !PageUptodate(pg)) {
+		memset(pg->data, 0, bs);
+		SetPageUptodate(pg);
+	}
+	if (err) {
+		pc_unlock_page(pg);
+		pc_put_page(pg);
+		return err;
+	}
+	*out = pg;
+	return 0;
+}
+
+static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf,
+		       size_t size, uint64_t off, size_t *done)
+{
+	uint32_t bs = n->fs->bs;
+	int err = 0;
+
+	for (unsigned i = 0; i < WRITE_CHUNK && *done < size && !err; i++) {
+		uint64_t pos = off + *done, idx = pos / bs;
+		uint32_t in = (uint32_t)(pos % bs);
+		size_t len = UT_MIN((size_t)(bs - in), size - *done);
+		struct pc_page *pg;
+
+		err = write_begin(n, h, idx, in, len, &pg);
+		if (err)
+			break;
+		memcpy((char *)pg->data + in, buf + *done, len);
+		pc_set_page_dirty(pg);
+		pc_unlock_page(pg);
+		pc_put_page(pg);
+		*done += len;
+	}
+	return err;
+}
+
+/* Blocks a chunk may allocate. */
+static uint64_t chunk_blocks(struct mfs_fs *fs)
+{
+	return mfs_bmap_worst(fs, WRITE_CHUNK);
+}
+
+static int chunk_credits(void)
+{
+	return MFS_CR_INODE + WRITE_CHUNK * 3 + 12;
+}
+
+/* After a chunk: the size, the times and the inode. */
+static int write_end(struct mfs_node *n, struct jnl_handle *h, uint64_t end,
+		     uint64_t blocks_before)
+{
+	bool data;
+
+	pthread_mutex_lock(&n->lock);
+	data = end > le64toh(n->raw.i_size) ||
+	       le64toh(n->raw.i_blocks) != blocks_before;
+	if (end > le64toh(n->raw.i_size))
+		n->raw.i_size = htole64(end);
+	mfs_node_touch(n, true, true);
+	pthread_mutex_unlock(&n->lock);
+	return mfs_inode_write(n, h, data);
+}
+
+static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
+			const char *buf, size_t size, uint64_t off, size_t *done)
+{
+	struct mfs_fs *fs = n->fs;
+	int err = 0;
+
+	while (*done < size && !err) {
+		uint64_t resv = chunk_blocks(fs), since = mfs_blocks_allocated();
+		uint64_t blocks = le64toh(n->raw.i_blocks), start = *done;
+		struct jnl_handle h;
+
+		err = mfs_reserve_blocks(fs, cr, resv);
+		if (err)
+			break;
+		err = mfs_jstart(fs, (uint32_t)chunk_credits(), &h);
+		if (!err) {
+			err = write_chunk(n, &h, buf, size, off, done);
+			if (*done > start)
+				err = mfs_jstop(fs, &h, err ? err :
+						write_end(n, &h, off + *done, blocks));
+			else
+				err = mfs_jstop(fs, &h, err);
+		}
+		mfs_reserve_end(fs, resv, since);
+		pc_balance_dirty(fs->cache);
+	}
+	return err;
+}
+
+ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
+		  struct mfs_file *f, const void *buf, size_t size, uint64_t off)
+{
+	struct mfs_node *n = f->n;
+	uint64_t max = mfs_max_file_size(fs->bs);
+	size_t done = 0;
+	int err = mfs_check_rw(fs);
+
+	if (err)
+		return err;
+	if (!S_ISREG(node_mode(n)))
+		return S_ISDIR(node_mode(n)) ? -EISDIR : -EINVAL;
+	if (!(open_mask(f->flags) & W_OK))
+		return -EBADF;
+	pthread_rwlock_wrlock(&n->rwsem);
+	if (f->flags & O_APPEND)
+		off = node_size(n);
+	if (off >= max && size)
+		err = -EFBIG;
+	size = UT_MIN((uint64_t)size, max - UT_MIN(off, max));
+	if (!err && size)
+		err = mfs_kill_suid(n, cr);
+	if (!err)
+		err = write_locked(n, cr, buf, size, off, &done);
+	pthread_rwlock_unlock(&n->rwsem);
+	atomic_fetch_add(&fs->st.writes, 1);
+	return done ? (ssize_t)done : err;
+}
+
+/* ---- fsync --------------------------------------------------------------- */
+
+int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
+{
+	struct mfs_node *n;
+	uint32_t tid;
+	bool wait;
+	int err = mfs_iget(fs, ino, &n), e;
+
+	if (err)
+		return err;
+	atomic_fetch_add(&fs->st.fsyncs, 1);
+	err = n->map && !S_ISDIR(node_mode(n)) ? pc_sync_mapping(n->map) : 0;
+	pthread_mutex_lock(&n->lock);
+	tid = datasync ? n->last_data_tid : n->last_tid;
+	wait = n->dirty_tid && fs->j;
+	pthread_mutex_unlock(&n->lock);
+	e = wait ? jnl_commit_wait(fs->j, tid) : 0;
+	err = err ? err : e;
+	e = bdev_flush(fs->bd);
+	mfs_iput(n);
+	return err ? err : e;
+}
+
+/* ---- directories --------------------------------------------------------- */
+
+int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		struct mfs_dir **out)
+{
+	struct mfs_node *n;
+	struct mfs_dir *d;
+	int err = mfs_iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	if (!S_ISDIR(node_mode(n)))
+		err = -ENOTDIR;
+	if (!err)
+		err = mfs_permission(n, cr, R_OK);
+	d = err ? NULL : calloc(1, sizeof(*d));
+	if (!err && !d)
+		err = -ENOMEM;
+	if (err) {
+		mfs_iput(n);
+		return err;
+	}
+	d->n = n;
+	*out = d;
+	return 0;
+}
+
+int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
+		mfs_filldir_t fill, void *ctx)
+{
+	int err;
+
+	(void)fs;
+	pthread_rwlock_rdlock(&d->n->rwsem);
+	err = mfs_dir_iterate(d->n, off, plus, fill, ctx);
+	pthread_rwlock_unlock(&d->n->rwsem);
+	if (!err)
+		touch_atime(d->n);
+	return err;
+}
+
+int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d)
+{
+	(void)fs;
+	mfs_iput(d->n);
+	free(d);
+	return 0;
+}

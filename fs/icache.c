@@ -1,0 +1,618 @@
+/*
+ * icache.c - inodes in memory: a hash table by inode number, reference
+ * and lookup counts, reading and writing the on-disk inode, eviction
+ * (which frees an unlinked inode's blocks), and the orphan list.
+ *
+ * A node lives while it has users (refs: operations in progress, open
+ * files) or FUSE lookups (nlookup).  When both reach zero it is evicted:
+ * its dirty pages are written back, and an unlinked inode is freed.  A
+ * node being evicted stays in the hash marked "freeing", so that nobody
+ * reads the inode from disk while its last pages are still going out.
+ * Nodes nobody uses wait on an LRU list (their cached pages with them)
+ * until there are too many; an unlinked one is evicted at once.
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IHASH_BITS 14
+/* Nodes kept cached with no user, so that their pages stay too. */
+#define LRU_MAX 8192
+
+void mfs_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+}
+
+int mfs_icache_init(struct mfs_fs *fs)
+{
+	fs->ihash = calloc(1u << IHASH_BITS, sizeof(*fs->ihash));
+	fs->ihash_mask = (1u << IHASH_BITS) - 1;
+	ut_list_init(&fs->ilru);
+	return fs->ihash ? 0 : -ENOMEM;
+}
+
+void mfs_icache_destroy(struct mfs_fs *fs)
+{
+	free(fs->ihash);
+	fs->ihash = NULL;
+}
+
+static struct mfs_node **bucket(struct mfs_fs *fs, uint32_t ino)
+{
+	return &fs->ihash[(ino * 2654435761u) >> (32 - IHASH_BITS)];
+}
+
+static struct mfs_node *hash_find(struct mfs_fs *fs, uint32_t ino)
+{
+	struct mfs_node *n = *bucket(fs, ino);
+
+	while (n && n->ino != ino)
+		n = n->hnext;
+	return n;
+}
+
+static void hash_del(struct mfs_fs *fs, struct mfs_node *n)
+{
+	struct mfs_node **pp = bucket(fs, n->ino);
+
+	while (*pp != n)
+		pp = &(*pp)->hnext;
+	*pp = n->hnext;
+	fs->nnodes--;
+}
+
+static void hash_add(struct mfs_fs *fs, struct mfs_node *n)
+{
+	struct mfs_node **pp = bucket(fs, n->ino);
+
+	n->hnext = *pp;
+	*pp = n;
+	fs->nnodes++;
+}
+
+/* ---- the on-disk inode --------------------------------------------------- */
+
+static int inode_place(struct mfs_fs *fs, uint32_t ino, uint64_t *blk, uint32_t *off)
+{
+	const struct mfs_group_desc *gd;
+
+	if (ino == 0 || ino > fs->ninodes)
+		return mfs_error(fs, "inode %" PRIu32 " is out of range", ino);
+	gd = mfs_gdesc(fs, (ino - 1) / fs->ipg, NULL);
+	*blk = mfs_inode_block(&fs->sb, le32toh(gd->bg_inode_table), ino, off);
+	return 0;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static int inode_check(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *in,
+		       uint64_t blk)
+{
+	uint16_t mode = le16toh(in->i_mode);
+	char why[256];
+
+	if (all_zero(in, sizeof(*in)))
+		return mfs_error(fs, "inode %" PRIu32 " (block %" PRIu64 ") is named "
+				 "but was never used", ino, blk);
+	if (le32toh(in->i_checksum) != mfs_inode_csum(&fs->sb, ino, in))
+		return mfs_error(fs, "inode %" PRIu32 " (block %" PRIu64 "): checksum "
+				 "mismatch", ino, blk);
+	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISCHR(mode) &&
+	    !S_ISBLK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return mfs_error(fs, "inode %" PRIu32 ": unknown file type in mode "
+				 "0%o", ino, mode);
+	if (mfs_inode_check_size(&fs->sb, ino, in, why, sizeof(why)))
+		return mfs_error(fs, "%s", why);
+	if (S_ISDIR(mode) && le64toh(in->i_size) % fs->bs)
+		return mfs_error(fs, "directory %" PRIu32 ": size %" PRIu64 " is not "
+				 "whole blocks", ino, le64toh(in->i_size));
+	if (S_ISLNK(mode) && (!in->i_size || le64toh(in->i_size) >= fs->bs))
+		return mfs_error(fs, "symlink %" PRIu32 ": target of %" PRIu64
+				 " bytes", ino, le64toh(in->i_size));
+	return 0;
+}
+
+static int inode_read(struct mfs_fs *fs, uint32_t ino, struct mfs_inode *in,
+		      bool unlinked)
+{
+	uint64_t blk;
+	uint32_t off;
+	struct pc_page *pg;
+	int err = inode_place(fs, ino, &blk, &off);
+
+	if (!err)
+		err = mfs_meta_read(fs, blk, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	memcpy(in, (char *)pg->data + off, sizeof(*in));
+	pc_unlock_page(pg);
+	pc_put_page(pg);
+	err = inode_check(fs, ino, in, blk);
+	if (!err && !unlinked && !in->i_links_count)
+		err = mfs_error(fs, "inode %" PRIu32 " is named but has no links", ino);
+	if (!err && !unlinked) {
+		err = mfs_ino_in_use(fs, ino);
+		if (err == 0)
+			err = mfs_error(fs, "inode %" PRIu32 " is named but free in "
+					"the inode bitmap", ino);
+		else if (err == 1)
+			err = 0;
+	}
+	return err;
+}
+
+int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data)
+{
+	struct mfs_fs *fs = n->fs;
+	uint64_t blk;
+	uint32_t off;
+	struct pc_page *pg;
+	int err = inode_place(fs, n->ino, &blk, &off);
+
+	if (!err)
+		err = mfs_meta_access(fs, h, blk, false, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_checksum = htole32(mfs_inode_csum(&fs->sb, n->ino, &n->raw));
+	memcpy((char *)pg->data + off, &n->raw, sizeof(n->raw));
+	n->last_tid = h->h_tid;
+	if (data)
+		n->last_data_tid = h->h_tid;
+	n->dirty_tid = true;
+	pthread_mutex_unlock(&n->lock);
+	pc_unlock_page(pg);
+	err = mfs_meta_dirty(fs, h, blk, pg);
+	pc_put_page(pg);
+	return err;
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static bool has_data(const struct mfs_inode *in)
+{
+	uint16_t mode = le16toh(in->i_mode);
+
+	return S_ISREG(mode) || S_ISDIR(mode) ||
+	       (S_ISLNK(mode) && !mfs_inode_is_fast_symlink(in));
+}
+
+static void node_free(struct mfs_node *n)
+{
+	if (n->map)
+		pc_mapping_destroy(n->map);
+	mfs_dirhash_free(n);
+	pthread_rwlock_destroy(&n->rwsem);
+	pthread_rwlock_destroy(&n->map_lock);
+	pthread_mutex_destroy(&n->lock);
+	pthread_mutex_destroy(&n->dh_lock);
+	free(n);
+}
+
+static int node_alloc(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *in,
+		      struct mfs_node **out)
+{
+	struct mfs_node *n = calloc(1, sizeof(*n));
+	int err = 0;
+
+	if (!n)
+		return -ENOMEM;
+	n->fs = fs;
+	n->ino = ino;
+	n->raw = *in;
+	n->refs = 1;
+	n->ji.ji_ino = ino;
+	ut_list_init(&n->orphan_link);
+	ut_list_init(&n->lru);
+	pthread_rwlock_init(&n->rwsem, NULL);
+	pthread_rwlock_init(&n->map_lock, NULL);
+	pthread_mutex_init(&n->lock, NULL);
+	pthread_mutex_init(&n->dh_lock, NULL);
+	if (has_data(in))
+		err = mfs_map_create(n);
+	if (err) {
+		node_free(n);
+		return err;
+	}
+	*out = n;
+	return 0;
+}
+
+/* Wait while a node of @ino is being evicted; icache_lock held.  Returns
+ * the live node, or NULL. */
+static struct mfs_node *find_live(struct mfs_fs *fs, uint32_t ino)
+{
+	struct mfs_node *n;
+
+	while ((n = hash_find(fs, ino)) && n->freeing)
+		pthread_cond_wait(&fs->icache_cond, &fs->icache_lock);
+	if (n && !ut_list_empty(&n->lru)) {
+		ut_list_del(&n->lru);
+		fs->nlru--;
+	}
+	return n;
+}
+
+static int iget(struct mfs_fs *fs, uint64_t ino64, bool unlinked,
+		struct mfs_node **out)
+{
+	uint32_t ino = (uint32_t)ino64;
+	struct mfs_inode in;
+	struct mfs_node *n, *other;
+	int err;
+
+	if (ino64 == 0 || ino64 > fs->ninodes)
+		return -ESTALE;
+	pthread_mutex_lock(&fs->icache_lock);
+	n = find_live(fs, ino);
+	if (n)
+		n->refs++;
+	pthread_mutex_unlock(&fs->icache_lock);
+	if (n) {
+		*out = n;
+		return 0;
+	}
+	err = inode_read(fs, ino, &in, unlinked);
+	if (!err)
+		err = node_alloc(fs, ino, &in, &n);
+	if (err)
+		return err;
+	pthread_mutex_lock(&fs->icache_lock);
+	other = find_live(fs, ino);
+	if (other)
+		other->refs++;
+	else
+		hash_add(fs, n);
+	pthread_mutex_unlock(&fs->icache_lock);
+	if (other) {
+		node_free(n);
+		n = other;
+	}
+	*out = n;
+	return 0;
+}
+
+int mfs_iget(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
+{
+	return iget(fs, ino, false, out);
+}
+
+int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
+	     struct mfs_node **out)
+{
+	struct mfs_node *n;
+	int err = node_alloc(fs, ino, raw, &n);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&fs->icache_lock);
+	if (find_live(fs, ino)) {
+		pthread_mutex_unlock(&fs->icache_lock);
+		node_free(n);
+		return mfs_error(fs, "inode %" PRIu32 " allocated while in use", ino);
+	}
+	hash_add(fs, n);
+	pthread_mutex_unlock(&fs->icache_lock);
+	*out = n;
+	return 0;
+}
+
+void mfs_iget_lookup(struct mfs_node *n)
+{
+	pthread_mutex_lock(&n->fs->icache_lock);
+	n->nlookup++;
+	pthread_mutex_unlock(&n->fs->icache_lock);
+}
+
+void mfs_node_opened(struct mfs_node *n, int delta)
+{
+	pthread_mutex_lock(&n->fs->icache_lock);
+	n->nopen += delta;
+	pthread_mutex_unlock(&n->fs->icache_lock);
+}
+
+/* ---- eviction ------------------------------------------------------------ */
+
+/* Free an unlinked inode: its blocks (in as many handles as that takes),
+ * then the inode itself and its place on the orphan list. */
+static int free_unlinked(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	struct jnl_handle h;
+	bool is_dir = S_ISDIR(node_mode(n));
+	struct timespec now;
+	int err = mfs_bmap_truncate(n, 0);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&fs->orphan_lock);
+	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS + 4, &h);
+	if (err) {
+		pthread_mutex_unlock(&fs->orphan_lock);
+		return err;
+	}
+	err = mfs_orphan_del(n, &h);
+	mfs_now(&now);
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_dtime = htole64(now.tv_sec);
+	n->raw.i_size = 0;
+	pthread_mutex_unlock(&n->lock);
+	if (!err)
+		err = mfs_inode_write(n, &h, true);
+	if (!err)
+		err = mfs_free_inode(fs, &h, n->ino, is_dir);
+	err = mfs_jstop(fs, &h, err);
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
+}
+
+static void evict(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	int err = 0;
+
+	if (!n->raw.i_links_count && !mfs_check_rw(fs)) {
+		if (n->map)
+			pc_truncate(n->map, 0);
+		err = free_unlinked(n);
+		if (err)
+			mlog_err("inode %" PRIu32 ": cannot free it (%s); it stays on "
+				 "the orphan list", n->ino, strerror(-err));
+	} else if (n->map) {
+		err = pc_sync_mapping(n->map);
+		if (err)
+			mlog_err("inode %" PRIu32 ": writing back its data failed: %s",
+				 n->ino, strerror(-err));
+	}
+	if (fs->j)
+		jnl_forget_inode(fs->j, &n->ji);
+}
+
+static void evict_and_free(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+
+	evict(n);
+	pthread_mutex_lock(&fs->icache_lock);
+	hash_del(fs, n);
+	pthread_cond_broadcast(&fs->icache_cond);
+	pthread_mutex_unlock(&fs->icache_lock);
+	node_free(n);
+}
+
+/* A node nobody uses any more: unlinked, it goes at once; else it joins
+ * the LRU, and the oldest there goes if there are too many.  Returns the
+ * node to evict, marked freeing, or NULL (icache_lock held). */
+static struct mfs_node *unused(struct mfs_fs *fs, struct mfs_node *n)
+{
+	if (!n->raw.i_links_count) {
+		n->freeing = true;
+		return n;
+	}
+	ut_list_add_tail(&fs->ilru, &n->lru);
+	if (++fs->nlru <= LRU_MAX)
+		return NULL;
+	n = ut_list_entry(fs->ilru.next, struct mfs_node, lru);
+	ut_list_del(&n->lru);
+	fs->nlru--;
+	n->freeing = true;
+	return n;
+}
+
+void mfs_iput(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	struct mfs_node *victim = NULL;
+
+	pthread_mutex_lock(&fs->icache_lock);
+	if (--n->refs == 0 && n->nlookup == 0)
+		victim = unused(fs, n);
+	pthread_mutex_unlock(&fs->icache_lock);
+	if (victim)
+		evict_and_free(victim);
+}
+
+void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct mfs_node *n;
+
+	pthread_mutex_lock(&fs->icache_lock);
+	n = ino <= UINT32_MAX ? hash_find(fs, (uint32_t)ino) : NULL;
+	if (n && !n->freeing) {
+		n->nlookup -= UT_MIN(nlookup, n->nlookup);
+		n->refs++;
+	} else {
+		n = NULL;
+	}
+	pthread_mutex_unlock(&fs->icache_lock);
+	if (n)
+		mfs_iput(n);
+}
+
+/* Unmount: every node goes, whatever its counts (the kernel has let go). */
+int mfs_icache_sync(struct mfs_fs *fs)
+{
+	for (;;) {
+		struct mfs_node *n = NULL;
+
+		pthread_mutex_lock(&fs->icache_lock);
+		for (uint32_t b = 0; b <= fs->ihash_mask && !n; b++)
+			for (n = fs->ihash[b]; n && n->freeing; n = n->hnext)
+				;
+		if (n) {
+			n->freeing = true;
+			if (!ut_list_empty(&n->lru)) {
+				ut_list_del(&n->lru);
+				fs->nlru--;
+			}
+		}
+		pthread_mutex_unlock(&fs->icache_lock);
+		if (!n)
+			return 0;
+		evict_and_free(n);
+	}
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+void mfs_node_fill_stat(struct mfs_node *n, struct stat *st)
+{
+	const struct mfs_inode *in = &n->raw;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&n->lock);
+	st->st_ino = n->ino;
+	st->st_mode = le16toh(in->i_mode);
+	st->st_nlink = le16toh(in->i_links_count);
+	st->st_uid = le32toh(in->i_uid);
+	st->st_gid = le32toh(in->i_gid);
+	st->st_size = (off_t)le64toh(in->i_size);
+	st->st_blocks = (blkcnt_t)le64toh(in->i_blocks);
+	st->st_blksize = n->fs->bs;
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		st->st_rdev = (dev_t)le64toh(in->i_rdev);
+	st->st_atim.tv_sec = (time_t)le64toh(in->i_atime);
+	st->st_atim.tv_nsec = le32toh(in->i_atime_nsec);
+	st->st_mtim.tv_sec = (time_t)le64toh(in->i_mtime);
+	st->st_mtim.tv_nsec = le32toh(in->i_mtime_nsec);
+	st->st_ctim.tv_sec = (time_t)le64toh(in->i_ctime);
+	st->st_ctim.tv_nsec = le32toh(in->i_ctime_nsec);
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* Set mtime and/or ctime to now; node->lock held by the caller. */
+void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime)
+{
+	struct timespec now;
+
+	mfs_now(&now);
+	if (mtime) {
+		n->raw.i_mtime = htole64(now.tv_sec);
+		n->raw.i_mtime_nsec = htole32((uint32_t)now.tv_nsec);
+	}
+	if (ctime) {
+		n->raw.i_ctime = htole64(now.tv_sec);
+		n->raw.i_ctime_nsec = htole32((uint32_t)now.tv_nsec);
+	}
+}
+
+int mfs_getattr(struct mfs_fs *fs, uint64_t ino, struct stat *st)
+{
+	struct mfs_node *n;
+	int err = mfs_iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	mfs_node_fill_stat(n, st);
+	mfs_iput(n);
+	return 0;
+}
+
+/* ---- the orphan list ----------------------------------------------------- */
+
+int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h)
+{
+	struct mfs_fs *fs = n->fs;
+	int err;
+
+	if (n->orphan)
+		return 0;
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_next_orphan = htole32(fs->orphan_head);
+	pthread_mutex_unlock(&n->lock);
+	err = mfs_inode_write(n, h, true);
+	if (err)
+		return err;
+	fs->orphan_head = n->ino;
+	n->orphan = true;
+	ut_list_del(&n->orphan_link);
+	n->orphan_link.next = fs->orphans.next;
+	n->orphan_link.prev = &fs->orphans;
+	fs->orphans.next->prev = &n->orphan_link;
+	fs->orphans.next = &n->orphan_link;
+	return mfs_sb_journal(fs, h);
+}
+
+int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
+{
+	struct mfs_fs *fs = n->fs;
+	uint32_t next = le32toh(n->raw.i_next_orphan);
+	struct mfs_node *prev;
+	int err;
+
+	if (!n->orphan)
+		return 0;
+	n->orphan = false;
+	prev = n->orphan_link.prev == &fs->orphans ? NULL :
+	       ut_list_entry(n->orphan_link.prev, struct mfs_node, orphan_link);
+	ut_list_del(&n->orphan_link);
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_next_orphan = 0;
+	pthread_mutex_unlock(&n->lock);
+	if (!prev) {
+		fs->orphan_head = next;
+		err = mfs_sb_journal(fs, h);
+	} else {
+		pthread_mutex_lock(&prev->lock);
+		prev->raw.i_next_orphan = htole32(next);
+		pthread_mutex_unlock(&prev->lock);
+		err = mfs_inode_write(prev, h, true);
+	}
+	return err ? err : mfs_inode_write(n, h, true);
+}
+
+/*
+ * After recovery: finish what the orphan list records.  An unlinked inode
+ * is freed; a linked one (none is put there today) just leaves the list.
+ * The walk is bounded by the inode count, so a loop in the list ends it.
+ */
+int mfs_orphans_process(struct mfs_fs *fs)
+{
+	uint32_t ino = fs->orphan_head, seen = 0;
+	struct mfs_node *n;
+	int err = 0;
+
+	while (ino && !err) {
+		if (++seen > fs->ninodes)
+			return mfs_error(fs, "orphan list: a loop through inode %"
+					 PRIu32, ino);
+		err = iget(fs, ino, true, &n);
+		if (err)
+			return err;
+		pthread_mutex_lock(&fs->orphan_lock);
+		n->orphan = true;
+		ut_list_add_tail(&fs->orphans, &n->orphan_link);
+		pthread_mutex_unlock(&fs->orphan_lock);
+		ino = le32toh(n->raw.i_next_orphan);
+		mlog_info("orphan inode %" PRIu32 ": %s", n->ino,
+			  n->raw.i_links_count ? "kept" : "freed");
+	}
+	while (!ut_list_empty(&fs->orphans) && !err) {
+		struct jnl_handle h;
+
+		n = ut_list_entry(fs->orphans.next, struct mfs_node, orphan_link);
+		if (n->raw.i_links_count) {
+			pthread_mutex_lock(&fs->orphan_lock);
+			err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
+			if (!err)
+				err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
+			pthread_mutex_unlock(&fs->orphan_lock);
+		}
+		mfs_iput(n);
+	}
+	return err;
+}

@@ -1,0 +1,488 @@
+/*
+ * imap.c - an inode's block map: looking blocks up for reads and
+ * writeback, allocating them when a write happens (under the write's
+ * handle, as ext3 does, so that writeback never needs one), and freeing
+ * them on truncate in as many handles as it takes.
+ *
+ * node->map_lock guards i_block and the indirect blocks: read for lookups
+ * (readpage(s) and writepages take it under their page locks), written
+ * for allocation and truncation.  Indirect blocks live in the metadata
+ * mapping and are journalled; their checksum (kind INDIRECT, id = the
+ * inode) is checked each time one is read for a lookup.
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+/* ---- lookups ------------------------------------------------------------- */
+
+static uint32_t *ind_ptrs(struct pc_page *pg)
+{
+	return pg->data;
+}
+
+static int ind_read(struct mfs_node *n, uint64_t blk, struct pc_page **pg)
+{
+	struct mfs_fs *fs = n->fs;
+	int err = mfs_meta_read(fs, blk, pg);
+
+	if (err)
+		return err;
+	if (!mfs_block_csum_ok(&fs->sb, MFS_CSUM_INDIRECT, n->ino, (*pg)->data)) {
+		pc_put_page(*pg);
+		return mfs_error(fs, "indirect block %" PRIu64 " of inode %" PRIu32
+				 ": checksum mismatch", blk, n->ino);
+	}
+	return 0;
+}
+
+static int ptr_check(struct mfs_node *n, uint64_t ptr, uint64_t from)
+{
+	if (ptr < n->fs->nblocks && ptr >= le32toh(n->fs->sb.s_first_data_block))
+		return 0;
+	return mfs_error(n->fs, "inode %" PRIu32 ": block %" PRIu64 " maps to %"
+			 PRIu64 ", outside the filesystem", n->ino, from, ptr);
+}
+
+/* map_lock held (either way). */
+static int lookup_locked(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
+{
+	uint32_t off[4];
+	int depth = mfs_block_to_path(n->fs->apb, lblk, off);
+	uint64_t ptr;
+	int err = 0;
+
+	*pblk = 0;
+	if (!depth)
+		return -EFBIG;
+	pthread_mutex_lock(&n->lock);
+	ptr = le32toh(n->raw.i_block[off[0]]);
+	pthread_mutex_unlock(&n->lock);
+	for (int d = 1; d < depth && ptr && !err; d++) {
+		struct pc_page *pg;
+
+		err = ptr_check(n, ptr, lblk);
+		if (!err)
+			err = ind_read(n, ptr, &pg);
+		if (!err) {
+			ptr = le32toh(ind_ptrs(pg)[off[d]]);
+			pc_put_page(pg);
+		}
+	}
+	if (!err && ptr)
+		err = ptr_check(n, ptr, lblk);
+	if (!err)
+		*pblk = ptr;
+	return err;
+}
+
+int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
+{
+	int err;
+
+	pthread_rwlock_rdlock(&n->map_lock);
+	err = lookup_locked(n, lblk, pblk);
+	pthread_rwlock_unlock(&n->map_lock);
+	return err;
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n)
+{
+	uint64_t apb = fs->apb;
+
+	return n + n / apb + n / (apb * apb) + 6;
+}
+
+static uint64_t goal_of(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+
+	if (n->goal)
+		return n->goal;
+	return mfs_group_first_block(&fs->sb, (n->ino - 1) / fs->ipg);
+}
+
+static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
+{
+	int err = mfs_alloc_block(n->fs, h, goal_of(n), blk);
+
+	if (err)
+		return err;
+	n->goal = *blk + 1;
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) + n->fs->bs / 512);
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
+/* A new, empty indirect block. */
+static int new_indirect(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
+{
+	struct mfs_fs *fs = n->fs;
+	struct pc_page *pg;
+	int err = new_block(n, h, blk);
+
+	if (!err)
+		err = mfs_meta_access(fs, h, *blk, true, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
+	pc_unlock_page(pg);
+	err = mfs_meta_dirty(fs, h, *blk, pg);
+	pc_put_page(pg);
+	return err;
+}
+
+/* Point slot @i of indirect block @parent (or of i_block if 0) at @blk. */
+static int set_slot(struct mfs_node *n, struct jnl_handle *h, uint64_t parent,
+		    uint32_t i, uint64_t blk)
+{
+	struct mfs_fs *fs = n->fs;
+	struct pc_page *pg;
+	int err;
+
+	if (!parent) {
+		pthread_mutex_lock(&n->lock);
+		n->raw.i_block[i] = htole32((uint32_t)blk);
+		pthread_mutex_unlock(&n->lock);
+		return 0;
+	}
+	err = mfs_meta_access(fs, h, parent, false, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	ind_ptrs(pg)[i] = htole32((uint32_t)blk);
+	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
+	pc_unlock_page(pg);
+	err = mfs_meta_dirty(fs, h, parent, pg);
+	pc_put_page(pg);
+	return err;
+}
+
+static int read_slot(struct mfs_node *n, uint64_t parent, uint32_t i,
+		     uint64_t lblk, uint64_t *ptr)
+{
+	struct pc_page *pg;
+	int err;
+
+	if (!parent) {
+		pthread_mutex_lock(&n->lock);
+		*ptr = le32toh(n->raw.i_block[i]);
+		pthread_mutex_unlock(&n->lock);
+	} else {
+		err = ind_read(n, parent, &pg);
+		if (err)
+			return err;
+		*ptr = le32toh(ind_ptrs(pg)[i]);
+		pc_put_page(pg);
+	}
+	return *ptr ? ptr_check(n, *ptr, lblk) : 0;
+}
+
+static int alloc_locked(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
+			uint64_t *pblk, bool *isnew)
+{
+	uint32_t off[4];
+	int depth = mfs_block_to_path(n->fs->apb, lblk, off);
+	uint64_t parent = 0, ptr = 0;
+	int err = 0;
+
+	*isnew = false;
+	if (!depth)
+		return -EFBIG;
+	for (int d = 0; d < depth && !err; d++) {
+		err = read_slot(n, parent, off[d], lblk, &ptr);
+		if (err || ptr) {
+			parent = ptr;
+			continue;
+		}
+		if (d == depth - 1) {
+			err = new_block(n, h, &ptr);
+			*isnew = !err;
+		} else {
+			err = new_indirect(n, h, &ptr);
+		}
+		if (!err)
+			err = set_slot(n, h, parent, off[d], ptr);
+		parent = ptr;
+	}
+	*pblk = ptr;
+	return err;
+}
+
+int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
+		   uint64_t *pblk, bool *isnew)
+{
+	int err;
+
+	pthread_rwlock_wrlock(&n->map_lock);
+	err = alloc_locked(n, h, lblk, pblk, isnew);
+	pthread_rwlock_unlock(&n->map_lock);
+	if (!err && *isnew && S_ISREG(node_mode(n)) &&
+	    n->fs->opts.data == MFS_DATA_ORDERED)
+		err = jnl_add_ordered(h, &n->ji);
+	return err;
+}
+
+/* ---- truncation ---------------------------------------------------------- */
+
+/* Credits one truncation step may use; it stops with a margin left. */
+#define TRUNC_CREDITS 64
+#define TRUNC_MARGIN  10
+
+uint64_t mfs_truncate_credits(struct mfs_fs *fs)
+{
+	(void)fs;
+	return TRUNC_CREDITS;
+}
+
+struct trunc {
+	struct mfs_node *n;
+	struct jnl_handle *h;
+	uint64_t from;               /* first logical block to free */
+	bool meta;                   /* the data blocks are journalled */
+	int credits;                 /* left in the handle (an estimate) */
+	uint64_t freed;
+	uint64_t run, run_len;       /* data blocks waiting to be freed */
+	bool more;                   /* stopped for lack of credits */
+	uint64_t span[4];
+};
+
+static int run_flush(struct trunc *t)
+{
+	int err = 0;
+
+	if (t->run_len)
+		err = mfs_free_blocks(t->n->fs, t->h, t->run, (uint32_t)t->run_len, t->meta);
+	t->freed += t->run_len;
+	t->run_len = 0;
+	return err;
+}
+
+static bool out_of_credits(struct trunc *t)
+{
+	if (t->credits < TRUNC_MARGIN)
+		t->more = true;
+	return t->more;
+}
+
+static int free_data(struct trunc *t, uint64_t blk)
+{
+	struct mfs_fs *fs = t->n->fs;
+	uint64_t fdb = le32toh(fs->sb.s_first_data_block);
+	bool same_group = t->run_len && (blk - fdb) / fs->bpg == (t->run - fdb) / fs->bpg;
+
+	if (t->run_len && blk == t->run + t->run_len && same_group) {
+		t->run_len++;
+	} else {
+		int err = run_flush(t);
+
+		if (err)
+			return err;
+		t->run = blk;
+		t->run_len = 1;
+		t->credits -= 2;
+	}
+	if (t->meta)
+		t->credits--;
+	return 0;
+}
+
+static int free_meta(struct trunc *t, uint64_t blk)
+{
+	t->credits -= 3;
+	t->freed++;
+	return mfs_free_blocks(t->n->fs, t->h, blk, 1, true);
+}
+
+static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
+		     bool *gone);
+
+/* Free what slot @i of @pg maps (a child of level @depth at @base). */
+static int trunc_child(struct trunc *t, uint32_t *slot, int depth, uint64_t base)
+{
+	uint64_t ptr = le32toh(*slot);
+	bool gone = true;
+	int err = ptr_check(t->n, ptr, base);
+
+	if (!err && depth > 1)
+		err = trunc_ind(t, ptr, depth - 1, base, &gone);
+	if (err || !gone)
+		return err;
+	err = depth > 1 ? free_meta(t, ptr) : free_data(t, ptr);
+	if (!err)
+		*slot = 0;
+	return err;
+}
+
+static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
+		     bool *gone)
+{
+	struct mfs_fs *fs = t->n->fs;
+	uint64_t span = t->span[depth - 1];
+	uint32_t i = base >= t->from ? 0 : (uint32_t)((t->from - base) / span);
+	struct pc_page *pg;
+	int err = ind_read(t->n, blk, &pg);
+
+	if (err)
+		return err;
+	err = jnl_get_write_access(t->h, pg, blk);
+	if (err) {
+		pc_put_page(pg);
+		return err;
+	}
+	t->credits--;
+	for (; i < fs->apb && !err && !out_of_credits(t); i++) {
+		uint32_t slot;
+		uint64_t cbase = base + i * span;
+
+		pc_lock_page(pg);
+		slot = ind_ptrs(pg)[i];
+		pc_unlock_page(pg);
+		if (!slot || (depth == 1 && cbase < t->from))
+			continue;
+		err = trunc_child(t, &slot, depth, cbase);
+		pc_lock_page(pg);
+		ind_ptrs(pg)[i] = slot;
+		pc_unlock_page(pg);
+	}
+	pc_lock_page(pg);
+	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, t->n->ino, pg->data);
+	pc_unlock_page(pg);
+	if (!err)
+		err = jnl_dirty(t->h, blk);
+	pc_put_page(pg);
+	*gone = !err && !t->more && base >= t->from;
+	return err;
+}
+
+static int trunc_top(struct trunc *t)
+{
+	struct mfs_node *n = t->n;
+	uint64_t base = MFS_NDIR_BLOCKS;
+	int err = 0;
+
+	for (uint64_t b = t->from; b < MFS_NDIR_BLOCKS && !err && !out_of_credits(t); b++) {
+		uint32_t slot = n->raw.i_block[b];
+
+		if (slot)
+			err = trunc_child(t, &slot, 1, b);
+		pthread_mutex_lock(&n->lock);
+		n->raw.i_block[b] = slot;
+		pthread_mutex_unlock(&n->lock);
+	}
+	for (int d = 1; d <= 3 && !err && !out_of_credits(t); d++) {
+		uint32_t slot = n->raw.i_block[MFS_NDIR_BLOCKS + d - 1];
+
+		if (slot && base + t->span[d] > t->from)
+			err = trunc_child(t, &slot, d + 1, base);
+		pthread_mutex_lock(&n->lock);
+		n->raw.i_block[MFS_NDIR_BLOCKS + d - 1] = slot;
+		pthread_mutex_unlock(&n->lock);
+		base += t->span[d];
+	}
+	return err;
+}
+
+/* One handle's worth of freeing; *@more if blocks are left. */
+static int trunc_step(struct mfs_node *n, uint64_t from, bool *more)
+{
+	struct mfs_fs *fs = n->fs;
+	struct jnl_handle h;
+	struct trunc t = { .n = n, .h = &h, .from = from, .credits = TRUNC_CREDITS - 1,
+			   .meta = !S_ISREG(node_mode(n)) };
+	int err = mfs_jstart(fs, TRUNC_CREDITS, &h);
+
+	if (err)
+		return err;
+	t.span[0] = 1;
+	for (int d = 1; d < 4; d++)
+		t.span[d] = t.span[d - 1] * fs->apb;
+	pthread_rwlock_wrlock(&n->map_lock);
+	err = trunc_top(&t);
+	if (!err)
+		err = run_flush(&t);
+	pthread_rwlock_unlock(&n->map_lock);
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) -
+				  UT_MIN(le64toh(n->raw.i_blocks), t.freed * (fs->bs / 512)));
+	pthread_mutex_unlock(&n->lock);
+	if (!err)
+		err = mfs_inode_write(n, &h, true);
+	*more = t.more;
+	return mfs_jstop(fs, &h, err);
+}
+
+int mfs_bmap_truncate(struct mfs_node *n, uint64_t from)
+{
+	bool more = true;
+	int err = 0;
+
+	if (S_ISLNK(node_mode(n)) && mfs_inode_is_fast_symlink(&n->raw))
+		return 0;
+	while (more && !err)
+		err = trunc_step(n, from, &more);
+	return err;
+}
+
+/* ---- the mapping of a file's pages --------------------------------------- */
+
+static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
+		    uint64_t *block)
+{
+	struct mfs_node *n = ctx;
+	uint64_t size;
+	int err;
+
+	(void)m;
+	pthread_mutex_lock(&n->lock);
+	size = le64toh(n->raw.i_size);
+	pthread_mutex_unlock(&n->lock);
+	if (index >= UT_DIV_ROUND_UP(size, n->fs->bs))
+		return PC_BLOCK_HOLE;
+	err = mfs_bmap_lookup(n, index, block);
+	if (err)
+		return err;
+	if (!*block && write)
+		mlog_warn("inode %" PRIu32 ": dirty page %" PRIu64 " has no block",
+			  n->ino, index);
+	return *block ? 0 : PC_BLOCK_HOLE;
+}
+
+static int node_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			  unsigned int n)
+{
+	struct mfs_node *node = ctx;
+
+	return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n);
+}
+
+static int node_readpage(void *ctx, struct pc_page *page)
+{
+	return node_readpages(ctx, pc_page_mapping(page), &page, 1);
+}
+
+static int node_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			   unsigned int n, const struct pc_wbc *wbc)
+{
+	struct mfs_node *node = ctx;
+
+	(void)wbc;
+	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n);
+}
+
+static const struct pc_mapping_ops node_ops = {
+	.readpage = node_readpage,
+	.readpages = node_readpages,
+	.writepages = node_writepages,
+};
+
+int mfs_map_create(struct mfs_node *n)
+{
+	return pc_mapping_create(n->fs->cache, &node_ops, n, &n->map);
+}

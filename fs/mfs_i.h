@@ -1,0 +1,279 @@
+/*
+ * mfs_i.h - the mounted filesystem's internals, shared by the fs/ files
+ * that implement the calls of mfs.h.  Nothing outside fs/ includes it.
+ *
+ * Lock order (docs/DESIGN.md "Lock order" is binding; this is the
+ * filesystem's part of it, outermost first):
+ *
+ *   fs->rename_lock       one cross-directory rename at a time
+ *   node->rwsem           inode locks; several only in increasing inode
+ *                         number (a new inode, invisible until its entry
+ *                         exists, is never locked)
+ *   fs->orphan_lock       the orphan list, held across the handle that
+ *                         changes it
+ *   journal handle        jnl_start .. jnl_stop
+ *   data page locks       a file's or directory's pages
+ *   node->map_lock        the block map of one inode (i_block and its
+ *                         indirect blocks); taken in readpage(s) and
+ *                         writepages under data page locks
+ *   group->lock           one group's bitmaps and descriptor
+ *   metadata page locks   pages of fs->meta (bitmaps, inode tables,
+ *                         descriptors, indirect blocks, the superblock)
+ *   node->lock, fs->count_lock, fs->pend_lock,
+ *   fs->icache_lock       leaves: held for a few instructions, never while
+ *                         sleeping on anything above
+ */
+#ifndef MISCFS_MFS_I_H
+#define MISCFS_MFS_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "jnl.h"
+#include "mfs.h"
+#include "pc.h"
+#include "util.h"
+
+/* ---- the filesystem ------------------------------------------------------ */
+
+/* Blocks freed by transaction @tid: not reused before it commits. */
+struct mfs_pend {
+	uint64_t start;
+	uint32_t len;
+	uint32_t tid;
+};
+
+struct mfs_group {
+	pthread_mutex_t lock;
+	bool bbitmap_ok, ibitmap_ok;     /* checksum checked once */
+};
+
+struct mfs_node;
+
+struct mfs_fs {
+	struct bdev *bd;
+	struct mfs_super sb;             /* geometry; read-only after mount */
+	struct mfs_mount_opts opts;
+	uint32_t bs, apb, ipg, bpg, ngroups, ninodes;
+	uint64_t nblocks;
+	atomic_bool ro;                  /* read-only mount or after an error */
+	atomic_bool had_error;
+
+	struct pc_cache *cache;
+	struct pc_mapping *meta;         /* the device, block by block */
+	struct jnl *j;
+	uint64_t *jmap;
+	struct mfs_group *groups;
+	struct pc_page **gdt;            /* descriptor blocks, held all along */
+
+	/* Free counts as the descriptors have them, less what running
+	 * operations have reserved (a reservation is taken off at once, so an
+	 * operation that reserved never meets -ENOSPC half-way). */
+	pthread_mutex_t count_lock;      /* leaf: the counters below */
+	uint64_t free_blocks;
+	uint64_t pend_blocks;            /* freed, not reusable yet */
+	uint32_t free_inodes;
+
+	pthread_mutex_t pend_lock;       /* leaf: freed-block extents */
+	struct mfs_pend *pend;
+	size_t npend, cap_pend;
+
+	pthread_mutex_t icache_lock;     /* leaf: the hash and counts */
+	pthread_cond_t icache_cond;      /* a node finished being evicted */
+	struct mfs_node **ihash;
+	uint32_t ihash_mask;
+	uint64_t nnodes;
+	struct ut_list ilru;             /* nodes nobody uses, oldest first */
+	uint64_t nlru;
+
+	pthread_mutex_t rename_lock;
+	pthread_mutex_t orphan_lock;     /* the orphan list */
+	uint32_t orphan_head;            /* s_last_orphan, in memory */
+	struct ut_list orphans;          /* the nodes on it, in list order */
+	_Atomic uint32_t next_gen;
+
+	struct {
+		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;
+		_Atomic uint64_t dir_checked, dir_bad, handles, fsyncs;
+		_Atomic uint64_t dirhash_builds, dirhash_hits;
+	} st;
+};
+
+/* ---- inodes in memory ---------------------------------------------------- */
+
+struct mfs_dirhash;
+
+struct mfs_node {
+	struct mfs_fs *fs;
+	uint32_t ino;
+	struct mfs_node *hnext;          /* icache_lock */
+	uint32_t refs;                   /* icache_lock: users now */
+	uint64_t nlookup;                /* icache_lock: FUSE lookup count */
+	uint32_t nopen;                  /* icache_lock: open files */
+	bool freeing;                    /* icache_lock: being evicted */
+	struct ut_list lru;              /* icache_lock: on fs->ilru */
+
+	pthread_rwlock_t rwsem;
+	pthread_rwlock_t map_lock;
+	pthread_mutex_t lock;            /* leaf: raw, tids, flags below */
+	struct mfs_inode raw;            /* the inode as it goes to disk */
+	uint32_t last_tid;               /* newest transaction that changed it */
+	uint32_t last_data_tid;          /* ... other than timestamps only */
+	bool dirty_tid;                  /* last_tid is meaningful */
+	bool orphan;                     /* on the on-disk orphan list */
+	struct ut_list orphan_link;      /* orphan_lock */
+	uint64_t goal;                   /* next block to try allocating */
+
+	struct pc_mapping *map;          /* data pages; NULL: no data */
+	struct jnl_inode ji;
+	struct mfs_dirhash *dh;          /* big directories; under rwsem */
+	pthread_mutex_t dh_lock;         /* building dh under a read rwsem */
+};
+
+/* ---- helpers across files ------------------------------------------------ */
+
+/* Log a line naming what is damaged; with errors=remount-ro the
+ * filesystem stops writing.  Returns -EUCLEAN for "return mfs_error(..)". */
+int mfs_error(struct mfs_fs *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* -EROFS when the filesystem does not take changes. */
+int mfs_check_rw(struct mfs_fs *fs);
+
+/* meta.c: metadata blocks through fs->meta */
+int mfs_meta_read(struct mfs_fs *fs, uint64_t blk, struct pc_page **pg);
+/* Journal access to metadata block @blk, read from disk first unless
+ * @fresh (then zeroed).  Returns the page referenced, not locked. */
+int mfs_meta_access(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+		    bool fresh, struct pc_page **pg);
+int mfs_meta_dirty(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+		   struct pc_page *pg);
+struct mfs_group_desc *mfs_gdesc(struct mfs_fs *fs, uint32_t g,
+				 struct pc_page **pg);
+int mfs_gdt_load(struct mfs_fs *fs);
+void mfs_gdt_put(struct mfs_fs *fs);
+int mfs_jstart(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h);
+int mfs_jstop(struct mfs_fs *fs, struct jnl_handle *h, int err);
+/* Superblock fields changed under a handle (the orphan head). */
+int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h);
+
+/* balloc.c */
+/* Before jnl_start: -ENOSPC unless @n blocks (and an inode) can be had. */
+int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n);
+void mfs_unreserve_blocks(struct mfs_fs *fs, uint64_t n);
+/* Give back what of @reserved blocks this thread has not allocated since
+ * mfs_blocks_allocated() returned @since. */
+uint64_t mfs_blocks_allocated(void);
+void mfs_reserve_end(struct mfs_fs *fs, uint64_t reserved, uint64_t since);
+int mfs_reserve_inode(struct mfs_fs *fs);
+void mfs_unreserve_inode(struct mfs_fs *fs);
+int mfs_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint64_t goal,
+		    uint64_t *blk);
+int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+		    uint32_t n, bool meta);
+int mfs_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t dir,
+		    bool is_dir, uint32_t *ino);
+int mfs_free_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t ino,
+		   bool is_dir);
+int mfs_bitmap_check(struct mfs_fs *fs, uint32_t g, bool inodes,
+		     const void *bitmap);
+void mfs_pend_prune(struct mfs_fs *fs);
+int mfs_ino_in_use(struct mfs_fs *fs, uint32_t ino);
+
+/* icache.c */
+int mfs_icache_init(struct mfs_fs *fs);
+void mfs_icache_destroy(struct mfs_fs *fs);
+int mfs_iget(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
+/* New inode @ino, made from @raw; in the cache, one reference. */
+int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
+	     struct mfs_node **out);
+void mfs_iput(struct mfs_node *n);
+void mfs_iget_lookup(struct mfs_node *n);  /* one more lookup count */
+void mfs_node_fill_stat(struct mfs_node *n, struct stat *st);
+int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data);
+void mfs_node_opened(struct mfs_node *n, int delta);
+int mfs_icache_sync(struct mfs_fs *fs);
+/* Both with fs->orphan_lock held and 3 credits. */
+int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h);
+int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h);
+#define MFS_ORPHAN_CREDITS 3u
+int mfs_orphans_process(struct mfs_fs *fs);
+
+static inline uint16_t node_mode(struct mfs_node *n)
+{
+	return le16toh(n->raw.i_mode);
+}
+static inline uint64_t node_size(struct mfs_node *n)
+{
+	return le64toh(n->raw.i_size);
+}
+void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime);
+void mfs_now(struct timespec *ts);
+
+/* imap.c: block maps and file mappings */
+int mfs_map_create(struct mfs_node *n);
+int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk);
+/* Map @lblk, allocating it (and indirect blocks) if it is a hole; *@isnew
+ * says so.  The caller holds the rwsem for writing, a handle, and has
+ * reserved the blocks. */
+int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
+		   uint64_t *pblk, bool *isnew);
+/* Worst-case blocks (data plus indirect) to map @n blocks. */
+uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n);
+/* Free every block from logical block @from on, in as many handles as it
+ * takes. */
+int mfs_bmap_truncate(struct mfs_node *n, uint64_t from);
+uint64_t mfs_truncate_credits(struct mfs_fs *fs);
+
+/* dir.c */
+struct mfs_dirloc {
+	uint64_t lblk;                   /* directory block */
+	uint32_t off, prev_off;          /* record and the one before it */
+	uint32_t ino;
+	uint8_t type;
+};
+int mfs_dir_page(struct mfs_node *dir, uint64_t lblk, struct pc_page **pg);
+int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
+		 struct mfs_dirloc *loc);
+int mfs_dir_add(struct mfs_node *dir, struct jnl_handle *h, const char *name,
+		size_t len, uint32_t ino, uint8_t type);
+int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
+		   const struct mfs_dirloc *loc);
+int mfs_dir_set(struct mfs_node *dir, struct jnl_handle *h,
+		const struct mfs_dirloc *loc, uint32_t ino, uint8_t type);
+int mfs_dir_init(struct mfs_node *dir, struct jnl_handle *h, uint32_t parent);
+int mfs_dir_is_empty(struct mfs_node *dir);
+int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
+		    mfs_filldir_t fill, void *ctx);
+void mfs_dirhash_free(struct mfs_node *dir);
+uint8_t mfs_mode_to_ft(uint16_t mode);
+/* Blocks a directory insert may need (a new block and its indirects). */
+#define MFS_DIR_ADD_BLOCKS 4u
+#define MFS_DIR_ADD_CREDITS 16u
+
+/* namei.c */
+struct newinode {
+	mode_t mode;
+	dev_t rdev;
+	const char *target;          /* symlinks */
+	size_t tlen;
+};
+int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
+		    const char *name, const struct newinode *ni, struct stat *st,
+		    uint64_t *gen, struct mfs_node **keep);
+int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
+		   struct mfs_dirloc *loc, struct mfs_node **victim);
+int mfs_drop_link(struct mfs_node *n, struct jnl_handle *h);
+
+/* attr.c */
+int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
+bool mfs_in_group(const struct mfs_cred *cr, uint32_t gid);
+int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
+		   const struct mfs_cred *cr);
+int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr);
+int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
+			uint64_t size);
+
+/* Credits of an operation that changes one inode. */
+#define MFS_CR_INODE 1u
+
+#endif /* MISCFS_MFS_I_H */

@@ -1,0 +1,446 @@
+/*
+ * mount.c - mounting and unmounting: the superblock, journal recovery, the
+ * page cache and the journal, the orphan list; sync and statfs.
+ *
+ * Mount order: superblock checks, recovery of the journal before anything
+ * else reads the filesystem, the superblock again (recovery may have
+ * replayed it), the descriptors, the running journal, the superblock
+ * marked "in use", then the orphan list.  Unmount does it backwards and
+ * marks the filesystem clean last.
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MFS_DEFAULT_CACHE (64ull << 20)
+
+static int check_features(const struct mfs_super *sb, bool ro)
+{
+	uint32_t in = le32toh(sb->s_feature_incompat);
+	uint32_t roc = le32toh(sb->s_feature_ro_compat);
+
+	if (in & ~MFS_FEATURE_INCOMPAT_SUPP) {
+		mlog_err("cannot mount: unknown incompatible features 0x%" PRIx32,
+			 in & ~MFS_FEATURE_INCOMPAT_SUPP);
+		return -EOPNOTSUPP;
+	}
+	if ((roc & ~MFS_FEATURE_RO_COMPAT_SUPP) && !ro) {
+		mlog_err("cannot mount read-write: unknown read-only compatible "
+			 "features 0x%" PRIx32 " (mount with -o ro)",
+			 roc & ~MFS_FEATURE_RO_COMPAT_SUPP);
+		return -EOPNOTSUPP;
+	}
+	if (!(le32toh(sb->s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL)) {
+		mlog_err("cannot mount: the filesystem has no journal");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static int load_super(struct mfs_fs *fs)
+{
+	uint32_t copy;
+	char why[256];
+	int err = mfs_sb_load(fs->bd, &fs->sb, &copy);
+
+	if (err)
+		return err;
+	if (copy) {
+		mlog_err("cannot mount: the primary superblock is damaged; run "
+			 "fsck.miscfs (a backup is intact in group %" PRIu32 ")", copy);
+		return -EUCLEAN;
+	}
+	err = mfs_sb_check(&fs->sb, fs->bd->size, why, sizeof(why));
+	if (err) {
+		mlog_err("cannot mount: %s", why);
+		return err;
+	}
+	fs->bs = mfs_block_size(&fs->sb);
+	fs->apb = mfs_addr_per_block(fs->bs);
+	fs->ipg = le32toh(fs->sb.s_inodes_per_group);
+	fs->bpg = le32toh(fs->sb.s_blocks_per_group);
+	fs->ngroups = le32toh(fs->sb.s_groups_count);
+	fs->ninodes = le32toh(fs->sb.s_inodes_count);
+	fs->nblocks = le64toh(fs->sb.s_blocks_count);
+	if (fs->bd->block_size != fs->bs) {
+		mlog_err("cannot mount: device opened with %" PRIu32 "-byte blocks, "
+			 "the filesystem has %" PRIu32, fs->bd->block_size, fs->bs);
+		return -EINVAL;
+	}
+	return check_features(&fs->sb, fs->opts.read_only);
+}
+
+/* ---- the journal's blocks ------------------------------------------------ */
+
+struct jmap_ctx {
+	uint64_t *map;
+	uint32_t n, got;
+};
+
+static int jmap_block(void *arg, uint64_t lblk, uint64_t pblk)
+{
+	struct jmap_ctx *c = arg;
+
+	if (lblk != c->got || lblk >= c->n)
+		return -EUCLEAN;
+	c->map[c->got++] = pblk;
+	return 0;
+}
+
+/* The journal inode's block map, read raw (nothing is cached before
+ * recovery has run). */
+static int load_jmap(struct mfs_fs *fs)
+{
+	struct mfs_raw raw;
+	struct mfs_inode in;
+	struct mfs_bmap_walk w;
+	struct jmap_ctx c = { .n = le32toh(fs->sb.s_journal_blocks) };
+	int err = mfs_raw_open(fs->bd, &raw);
+
+	if (err)
+		return err;
+	err = mfs_raw_inode(&raw, MFS_JOURNAL_INO, &in);
+	c.map = calloc(c.n, sizeof(*c.map));
+	if (!err && !c.map)
+		err = -ENOMEM;
+	if (!err) {
+		mfs_raw_bmap_walk_init(&raw, MFS_JOURNAL_INO, &in, &w);
+		w.data = jmap_block;
+		w.ctx = &c;
+		err = mfs_bmap_walk(&w, 0, c.n);
+	}
+	if (!err && c.got != c.n)
+		err = ut_corrupt(raw.why, sizeof(raw.why), "journal inode maps %"
+				 PRIu32 " of its %" PRIu32 " blocks", c.got, c.n);
+	if (err == -EUCLEAN)
+		mlog_err("cannot mount: journal: %s", raw.why[0] ? raw.why :
+			 "its block map has holes");
+	mfs_raw_close(&raw);
+	if (err)
+		free(c.map);
+	else
+		fs->jmap = c.map;
+	return err;
+}
+
+static int recover(struct mfs_fs *fs)
+{
+	struct jnl_recovery info;
+	uint32_t n = le32toh(fs->sb.s_journal_blocks);
+	int err;
+
+	if (fs->bd->read_only) {
+		err = jnl_recover(fs->bd, fs->jmap, n, JNL_RECOVER_CHECK_ONLY, &info);
+		if (!err && !info.was_empty && info.transactions) {
+			mlog_err("cannot mount: the journal needs replaying and the "
+				 "device is read-only");
+			return -EROFS;
+		}
+		return err;
+	}
+	err = jnl_recover(fs->bd, fs->jmap, n, 0, &info);
+	if (err) {
+		mlog_err("cannot mount: journal recovery failed: %s", strerror(-err));
+		return err;
+	}
+	if (!info.was_empty)
+		mlog_info("journal replayed: %" PRIu32 " transactions, %" PRIu64
+			  " blocks", info.transactions, info.replayed);
+	return 0;
+}
+
+/* ---- page cache and journal ---------------------------------------------- */
+
+static int submit_ordered(void *arg, struct jnl_inode *ji)
+{
+	struct mfs_node *n = ut_container_of(ji, struct mfs_node, ji);
+
+	(void)arg;
+	return n->map ? pc_write_range(n->map, 0, UINT64_MAX) : 0;
+}
+
+static int wait_ordered(void *arg, struct jnl_inode *ji)
+{
+	struct mfs_node *n = ut_container_of(ji, struct mfs_node, ji);
+
+	(void)arg;
+	return n->map ? pc_wait_range(n->map, 0, UINT64_MAX) : 0;
+}
+
+static int start_cache(struct mfs_fs *fs)
+{
+	struct pc_config pcfg = {
+		.block_size = fs->bs,
+		.data_align = fs->bd->dma_align,
+		.budget = fs->opts.cache_bytes ? fs->opts.cache_bytes : MFS_DEFAULT_CACHE,
+		.no_flusher = fs->opts.no_flusher,
+	};
+	int err = pc_cache_create(&pcfg, &fs->cache);
+
+	if (err) {
+		mlog_err("cannot mount: page cache of %" PRIu64 " bytes: %s",
+			 pcfg.budget, strerror(-err));
+		return err;
+	}
+	return pc_mapping_create(fs->cache, &pc_identity_ops, fs->bd, &fs->meta);
+}
+
+static int start_journal(struct mfs_fs *fs)
+{
+	struct pc_stats st;
+	struct jnl_config cfg = {
+		.commit_interval_ms = (fs->opts.commit_s ? fs->opts.commit_s : 5) * 1000,
+		.arg = fs,
+	};
+
+	pc_get_stats(fs->cache, &st);
+	cfg.max_pinned = (uint32_t)UT_MIN(st.max_pages / 2, (uint64_t)UINT32_MAX);
+	if (fs->opts.data == MFS_DATA_ORDERED) {
+		cfg.submit_ordered = submit_ordered;
+		cfg.wait_ordered = wait_ordered;
+	}
+	return jnl_open(fs->bd, fs->jmap, le32toh(fs->sb.s_journal_blocks), &cfg, &fs->j);
+}
+
+/* ---- the superblock written in place ------------------------------------- */
+
+/* Write the superblock block straight home (before the journal runs, or
+ * after it has stopped), with @fn applied to the copy in the cache. */
+static int sb_write(struct mfs_fs *fs, void (*fn)(struct mfs_fs *, struct mfs_super *))
+{
+	uint64_t blk = MFS_SB_OFFSET / fs->bs;
+	struct pc_page *pg;
+	void *buf = bdev_alloc_buf(fs->bs);
+	int err = buf ? pc_read_cache_page(fs->meta, blk, &pg) : -ENOMEM;
+
+	if (!err) {
+		struct mfs_super *sb;
+
+		pc_lock_page(pg);
+		sb = (void *)((char *)pg->data + MFS_SB_OFFSET % fs->bs);
+		fn(fs, sb);
+		mfs_sb_set_csum(sb);
+		memcpy(buf, pg->data, fs->bs);
+		pc_unlock_page(pg);
+		pc_put_page(pg);
+		err = bdev_write(fs->bd, blk * fs->bs, buf, fs->bs);
+	}
+	if (!err)
+		err = bdev_flush(fs->bd);
+	bdev_free_buf(buf);
+	return err;
+}
+
+static void sb_mounted(struct mfs_fs *fs, struct mfs_super *sb)
+{
+	struct timespec now;
+
+	mfs_now(&now);
+	sb->s_state = htole16(le16toh(sb->s_state) & ~MFS_STATE_VALID);
+	sb->s_feature_incompat |= htole32(MFS_FEATURE_INCOMPAT_RECOVER);
+	sb->s_mnt_count = htole16(le16toh(sb->s_mnt_count) + 1);
+	sb->s_mtime = sb->s_wtime = htole64(now.tv_sec);
+}
+
+static void sb_clean(struct mfs_fs *fs, struct mfs_super *sb)
+{
+	struct timespec now;
+	uint16_t state = MFS_STATE_VALID;
+
+	mfs_now(&now);
+	if (atomic_load(&fs->had_error) ||
+	    (le16toh(sb->s_state) & MFS_STATE_ERRORS))
+		state |= MFS_STATE_ERRORS;
+	sb->s_state = htole16(state);
+	sb->s_feature_incompat &= htole32(~MFS_FEATURE_INCOMPAT_RECOVER);
+	sb->s_free_blocks_count = htole64(fs->free_blocks);
+	sb->s_free_inodes_count = htole32(fs->free_inodes);
+	sb->s_last_orphan = htole32(fs->orphan_head);
+	sb->s_wtime = htole64(now.tv_sec);
+}
+
+/* ---- mount --------------------------------------------------------------- */
+
+static struct mfs_fs *fs_alloc(struct bdev *bd, const struct mfs_mount_opts *opts)
+{
+	struct mfs_fs *fs = calloc(1, sizeof(*fs));
+	uint32_t seed;
+
+	if (!fs)
+		return NULL;
+	fs->bd = bd;
+	fs->opts = *opts;
+	atomic_store(&fs->ro, opts->read_only || bd->read_only);
+	pthread_mutex_init(&fs->count_lock, NULL);
+	pthread_mutex_init(&fs->pend_lock, NULL);
+	pthread_mutex_init(&fs->icache_lock, NULL);
+	pthread_cond_init(&fs->icache_cond, NULL);
+	pthread_mutex_init(&fs->rename_lock, NULL);
+	pthread_mutex_init(&fs->orphan_lock, NULL);
+	ut_list_init(&fs->orphans);
+	seed = (uint32_t)ut_now_ns();
+	atomic_store(&fs->next_gen, seed * 2654435761u);
+	return fs;
+}
+
+static int alloc_groups(struct mfs_fs *fs)
+{
+	fs->groups = calloc(fs->ngroups, sizeof(*fs->groups));
+	fs->gdt = calloc(le16toh(fs->sb.s_gdt_blocks), sizeof(*fs->gdt));
+	if (!fs->groups || !fs->gdt)
+		return -ENOMEM;
+	for (uint32_t g = 0; g < fs->ngroups; g++)
+		pthread_mutex_init(&fs->groups[g].lock, NULL);
+	return 0;
+}
+
+static int check_state(struct mfs_fs *fs)
+{
+	if ((le16toh(fs->sb.s_state) & MFS_STATE_ERRORS) && !fs->opts.force &&
+	    !atomic_load(&fs->ro)) {
+		mlog_err("cannot mount: the filesystem is marked with errors; run "
+			 "fsck.miscfs, or mount with -o force or -o ro");
+		return -EROFS;
+	}
+	if (fs->opts.data == MFS_DATA_JOURNAL) {
+		mlog_err("cannot mount: data=journal is not supported yet");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static int mount_steps(struct mfs_fs *fs)
+{
+	int err = load_super(fs);
+
+	if (!err)
+		err = load_jmap(fs);
+	if (!err)
+		err = recover(fs);
+	if (!err)
+		err = load_super(fs);      /* as the replay left it */
+	if (!err)
+		err = check_state(fs);
+	if (!err)
+		err = alloc_groups(fs);
+	if (!err)
+		err = start_cache(fs);
+	if (!err)
+		err = mfs_gdt_load(fs);
+	if (!err)
+		err = mfs_icache_init(fs);
+	if (!err && !atomic_load(&fs->ro))
+		err = start_journal(fs);
+	if (!err && !atomic_load(&fs->ro))
+		err = sb_write(fs, sb_mounted);
+	fs->orphan_head = le32toh(fs->sb.s_last_orphan);
+	return err;
+}
+
+static void fs_free(struct mfs_fs *fs)
+{
+	if (fs->ihash)
+		mfs_icache_destroy(fs);
+	if (fs->gdt)
+		mfs_gdt_put(fs);
+	if (fs->meta)
+		pc_mapping_destroy(fs->meta);
+	if (fs->cache)
+		pc_cache_destroy(fs->cache);
+	free(fs->gdt);
+	free(fs->groups);
+	free(fs->jmap);
+	free(fs->pend);
+	free(fs);
+}
+
+static int root_check(struct mfs_fs *fs)
+{
+	struct mfs_node *root;
+	int err = mfs_iget(fs, MFS_ROOT_INO, &root);
+
+	if (err)
+		return err;
+	if (!S_ISDIR(node_mode(root)))
+		err = mfs_error(fs, "cannot mount: the root inode is not a directory");
+	mfs_iput(root);
+	return err;
+}
+
+int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
+	      struct mfs_fs **out)
+{
+	struct mfs_fs *fs = fs_alloc(bd, opts);
+	int err;
+
+	if (!fs)
+		return -ENOMEM;
+	err = mount_steps(fs);
+	if (!err)
+		err = root_check(fs);
+	if (!err && !atomic_load(&fs->ro))
+		err = mfs_orphans_process(fs);
+	if (err) {
+		if (fs->j)
+			jnl_close(fs->j);
+		fs_free(fs);
+		return err;
+	}
+	*out = fs;
+	return 0;
+}
+
+/* ---- unmount, sync, statfs ----------------------------------------------- */
+
+int mfs_unmount(struct mfs_fs *fs)
+{
+	int err = mfs_icache_sync(fs), e;
+
+	e = pc_sync_cache(fs->cache);
+	err = err ? err : e;
+	if (fs->j) {
+		e = jnl_close(fs->j);
+		fs->j = NULL;
+		err = err ? err : e;
+	}
+	mfs_icache_destroy(fs);
+	if (!err && !fs->bd->read_only && !(fs->opts.read_only))
+		err = sb_write(fs, sb_clean);
+	fs_free(fs);
+	return err;
+}
+
+int mfs_sync(struct mfs_fs *fs)
+{
+	int err = pc_sync_cache(fs->cache), e;
+
+	if (fs->j) {
+		e = jnl_sync(fs->j);
+		err = err ? err : e;
+	}
+	e = atomic_load(&fs->ro) && !fs->j ? 0 : bdev_flush(fs->bd);
+	return err ? err : e;
+}
+
+int mfs_statfs(struct mfs_fs *fs, struct statvfs *out)
+{
+	uint64_t r = le64toh(fs->sb.s_r_blocks_count), fb;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&fs->count_lock);
+	fb = fs->free_blocks;
+	out->f_ffree = out->f_favail = fs->free_inodes;
+	pthread_mutex_unlock(&fs->count_lock);
+	out->f_bsize = out->f_frsize = fs->bs;
+	out->f_blocks = fs->nblocks - le32toh(fs->sb.s_first_data_block);
+	out->f_bfree = fb;
+	out->f_bavail = fb > r ? fb - r : 0;
+	out->f_files = fs->ninodes;
+	memcpy(&out->f_fsid, fs->sb.s_uuid, sizeof(out->f_fsid));
+	out->f_namemax = MFS_NAME_LEN;
+	out->f_flag = atomic_load(&fs->ro) ? ST_RDONLY : 0;
+	return 0;
+}

@@ -1,0 +1,572 @@
+/*
+ * namei.c - names: lookup, creating inodes of every type, link, unlink,
+ * rmdir and readlink.  Rename is in rename.c.
+ *
+ * A change locks the directory's rwsem for writing, reserves what it may
+ * allocate (so -ENOSPC comes before anything changes), and makes its
+ * changes in one journal handle.  When a second inode must be locked it is
+ * locked in increasing inode number: the directory is let go and both are
+ * taken again in order, and the entry looked up again.
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+static int check_name(const char *name, size_t *len)
+{
+	*len = strlen(name);
+	if (*len > MFS_NAME_LEN)
+		return -ENAMETOOLONG;
+	if (!*len || memchr(name, '/', *len))
+		return -EINVAL;
+	return 0;
+}
+
+/* The directory @ino, referenced; -ENOTDIR if it is not one. */
+static int get_dir(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
+{
+	int err = mfs_iget(fs, ino, out);
+
+	if (!err && !S_ISDIR(node_mode(*out))) {
+		mfs_iput(*out);
+		err = -ENOTDIR;
+	}
+	return err;
+}
+
+/* Hand out @n with its stat and a lookup count. */
+static void hand_out(struct mfs_node *n, struct stat *st, uint64_t *gen)
+{
+	if (st)
+		mfs_node_fill_stat(n, st);
+	if (gen)
+		*gen = le32toh(n->raw.i_generation);
+	mfs_iget_lookup(n);
+}
+
+int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
+	       const char *name, struct stat *st, uint64_t *gen)
+{
+	struct mfs_dirloc loc;
+	struct mfs_node *dir, *n;
+	size_t len;
+	int err = check_name(name, &len);
+
+	if (!err)
+		err = get_dir(fs, dirino, &dir);
+	if (err)
+		return err;
+	atomic_fetch_add(&fs->st.lookups, 1);
+	pthread_rwlock_rdlock(&dir->rwsem);
+	err = mfs_permission(dir, cr, X_OK);
+	if (!err)
+		err = mfs_dir_find(dir, name, len, &loc);
+	pthread_rwlock_unlock(&dir->rwsem);
+	if (!err)
+		err = mfs_iget(fs, loc.ino, &n);
+	if (!err) {
+		hand_out(n, st, gen);
+		mfs_iput(n);
+	}
+	mfs_iput(dir);
+	return err;
+}
+
+/* ---- creating ------------------------------------------------------------ */
+
+static void new_raw(struct mfs_fs *fs, struct mfs_node *dir, const struct mfs_cred *cr,
+		    const struct newinode *ni, struct mfs_inode *raw)
+{
+	uint16_t dmode = node_mode(dir);
+	mode_t mode = ni->mode;
+	struct timespec now;
+
+	memset(raw, 0, sizeof(*raw));
+	mfs_now(&now);
+	if (!S_ISLNK(mode) && cr)
+		mode = (mode & S_IFMT) | (mode & 07777 & ~cr->umask);
+	raw->i_uid = htole32(cr ? cr->uid : 0);
+	raw->i_gid = htole32(cr ? cr->gid : 0);
+	if (dmode & S_ISGID) {
+		raw->i_gid = dir->raw.i_gid;
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	} else if (S_ISDIR(mode) && cr && cr->uid) {
+		/* mkdir(2) never sets S_ISGID by itself but from the parent. */
+		mode &= ~(mode_t)S_ISGID;
+	}
+	if (!S_ISDIR(mode) && cr && cr->uid && (mode & S_ISGID) && (mode & S_IXGRP) &&
+	    !mfs_in_group(cr, le32toh(raw->i_gid)))
+		mode &= ~(mode_t)S_ISGID;
+	raw->i_mode = htole16((uint16_t)mode);
+	raw->i_links_count = htole16(S_ISDIR(mode) ? 2 : 1);
+	raw->i_atime = raw->i_mtime = raw->i_ctime = raw->i_crtime = htole64(now.tv_sec);
+	raw->i_atime_nsec = raw->i_mtime_nsec = raw->i_ctime_nsec =
+		raw->i_crtime_nsec = htole32((uint32_t)now.tv_nsec);
+	raw->i_generation = htole32(atomic_fetch_add(&fs->next_gen, 1));
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		raw->i_rdev = htole64((uint64_t)ni->rdev);
+}
+
+/* A slow symlink's target in its data block 0 (ordered data). */
+static int write_target(struct mfs_node *n, struct jnl_handle *h,
+			const struct newinode *ni)
+{
+	struct pc_page *pg;
+	uint64_t pblk;
+	bool isnew;
+	int err = n->map ? 0 : mfs_map_create(n);   /* made as a fast one */
+
+	if (!err)
+		err = pc_find_or_create_page(n->map, 0, &pg);
+	if (err)
+		return err;
+	err = mfs_bmap_alloc(n, h, 0, &pblk, &isnew);
+	if (!err) {
+		memset(pg->data, 0, n->fs->bs);
+		memcpy(pg->data, ni->target, ni->tlen);
+		SetPageUptodate(pg);
+		pc_set_page_dirty(pg);
+	}
+	pc_unlock_page(pg);
+	pc_put_page(pg);
+	return err;
+}
+
+static int fill_new(struct mfs_node *n, struct mfs_node *dir, struct jnl_handle *h,
+		    const struct newinode *ni)
+{
+	if (S_ISDIR(ni->mode))
+		return mfs_dir_init(n, h, dir->ino);
+	if (!S_ISLNK(ni->mode))
+		return 0;
+	n->raw.i_size = htole64(ni->tlen);
+	if (ni->tlen < sizeof(n->raw.i_block)) {
+		memcpy(n->raw.i_block, ni->target, ni->tlen);
+		return 0;
+	}
+	return write_target(n, h, ni);
+}
+
+/* The parent's side of a new entry: its link count for a directory, its
+ * times, its inode. */
+static int parent_update(struct mfs_node *dir, struct jnl_handle *h, int dlinks)
+{
+	pthread_mutex_lock(&dir->lock);
+	dir->raw.i_links_count = htole16((uint16_t)(le16toh(dir->raw.i_links_count) +
+						    dlinks));
+	mfs_node_touch(dir, true, true);
+	pthread_mutex_unlock(&dir->lock);
+	return mfs_inode_write(dir, h, true);
+}
+
+static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
+		     const char *name, size_t len, const struct newinode *ni,
+		     struct mfs_node **out)
+{
+	struct mfs_fs *fs = dir->fs;
+	struct mfs_inode raw;
+	struct jnl_handle h;
+	uint32_t ino;
+	bool is_dir = S_ISDIR(ni->mode);
+	int err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 12, &h);
+
+	if (err)
+		return err;
+	err = mfs_alloc_inode(fs, &h, dir->ino, is_dir, &ino);
+	if (!err) {
+		new_raw(fs, dir, cr, ni, &raw);
+		err = mfs_inew(fs, ino, &raw, out);
+	}
+	if (!err)
+		err = fill_new(*out, dir, &h, ni);
+	if (!err)
+		err = mfs_inode_write(*out, &h, true);
+	if (!err)
+		err = mfs_dir_add(dir, &h, name, len, ino, mfs_mode_to_ft((uint16_t)ni->mode));
+	if (!err)
+		err = parent_update(dir, &h, is_dir ? 1 : 0);
+	return mfs_jstop(fs, &h, err);
+}
+
+static int create_checks(struct mfs_node *dir, const struct mfs_cred *cr,
+			 const char *name, size_t len, const struct newinode *ni)
+{
+	struct mfs_dirloc loc;
+	int err = mfs_permission(dir, cr, W_OK | X_OK);
+
+	if (err)
+		return err;
+	if (!dir->raw.i_links_count)
+		return -ENOENT;
+	err = mfs_dir_find(dir, name, len, &loc);
+	if (err != -ENOENT)
+		return err ? err : -EEXIST;
+	if (S_ISDIR(ni->mode) && le16toh(dir->raw.i_links_count) >= MFS_LINK_MAX)
+		return -EMLINK;
+	return 0;
+}
+
+static uint64_t create_blocks(struct mfs_fs *fs, const struct newinode *ni)
+{
+	uint64_t n = MFS_DIR_ADD_BLOCKS;
+
+	if (S_ISDIR(ni->mode) || (S_ISLNK(ni->mode) && ni->tlen >= MFS_N_BLOCKS * 4))
+		n += 1;
+	(void)fs;
+	return n;
+}
+
+/* Create @name in @dir (rwsem held for writing): reserve, check, make. */
+static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
+			 const char *name, size_t len, const struct newinode *ni,
+			 struct mfs_node **out)
+{
+	struct mfs_fs *fs = dir->fs;
+	uint64_t blocks = create_blocks(fs, ni), since = mfs_blocks_allocated();
+	int err = create_checks(dir, cr, name, len, ni);
+
+	if (!err)
+		err = mfs_reserve_inode(fs);
+	if (err)
+		return err;
+	err = mfs_reserve_blocks(fs, cr, blocks);
+	if (err) {
+		mfs_unreserve_inode(fs);
+		return err;
+	}
+	*out = NULL;
+	err = create_in(dir, cr, name, len, ni, out);
+	if (!*out)
+		mfs_unreserve_inode(fs);
+	mfs_reserve_end(fs, blocks, since);
+	if (err && *out) {
+		mfs_iput(*out);
+		*out = NULL;
+	}
+	atomic_fetch_add(&fs->st.creates, 1);
+	return err;
+}
+
+int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
+		    const char *name, const struct newinode *ni, struct stat *st,
+		    uint64_t *gen, struct mfs_node **keep)
+{
+	struct mfs_node *dir, *n = NULL;
+	size_t len;
+	int err = check_name(name, &len);
+
+	if (!err)
+		err = mfs_check_rw(fs);
+	if (!err)
+		err = get_dir(fs, dirino, &dir);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&dir->rwsem);
+	err = create_locked(dir, cr, name, len, ni, &n);
+	pthread_rwlock_unlock(&dir->rwsem);
+	mfs_iput(dir);
+	if (err)
+		return err;
+	hand_out(n, st, gen);
+	if (keep)
+		*keep = n;
+	else
+		mfs_iput(n);
+	return 0;
+}
+
+int mfs_mknod(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	      const char *name, mode_t mode, dev_t rdev, struct stat *st,
+	      uint64_t *gen)
+{
+	struct newinode ni = { .mode = mode, .rdev = rdev };
+
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL;
+	if (!(mode & S_IFMT))
+		ni.mode |= S_IFREG;
+	if (!S_ISREG(ni.mode) && !S_ISCHR(ni.mode) && !S_ISBLK(ni.mode) &&
+	    !S_ISFIFO(ni.mode) && !S_ISSOCK(ni.mode))
+		return -EINVAL;
+	return mfs_create_node(fs, cr, dir, name, &ni, st, gen, NULL);
+}
+
+int mfs_mkdir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	      const char *name, mode_t mode, struct stat *st, uint64_t *gen)
+{
+	struct newinode ni = { .mode = S_IFDIR | (mode & 07777) };
+
+	return mfs_create_node(fs, cr, dir, name, &ni, st, gen, NULL);
+}
+
+int mfs_symlink(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+		const char *name, const char *target, struct stat *st,
+		uint64_t *gen)
+{
+	struct newinode ni = { .mode = S_IFLNK | 0777, .target = target,
+			       .tlen = strlen(target) };
+
+	if (!ni.tlen)
+		return -ENOENT;
+	if (ni.tlen >= fs->bs)
+		return -ENAMETOOLONG;
+	return mfs_create_node(fs, cr, dir, name, &ni, st, gen, NULL);
+}
+
+ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct mfs_node *n;
+	struct pc_page *pg;
+	size_t len;
+	int err = mfs_iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	len = UT_MIN((size_t)node_size(n), size);
+	if (!S_ISLNK(node_mode(n))) {
+		err = -EINVAL;
+	} else if (mfs_inode_is_fast_symlink(&n->raw)) {
+		pthread_mutex_lock(&n->lock);
+		memcpy(buf, n->raw.i_block, len);
+		pthread_mutex_unlock(&n->lock);
+	} else if (!(err = pc_read_cache_page(n->map, 0, &pg))) {
+		pc_lock_page(pg);
+		memcpy(buf, pg->data, len);
+		pc_unlock_page(pg);
+		pc_put_page(pg);
+	}
+	mfs_iput(n);
+	return err ? err : (ssize_t)len;
+}
+
+/* ---- two inodes at once -------------------------------------------------- */
+
+static void lock_two(struct mfs_node *a, struct mfs_node *b)
+{
+	if (a == b) {
+		pthread_rwlock_wrlock(&a->rwsem);
+		return;
+	}
+	if (a->ino > b->ino) {
+		struct mfs_node *t = a;
+
+		a = b;
+		b = t;
+	}
+	pthread_rwlock_wrlock(&a->rwsem);
+	pthread_rwlock_wrlock(&b->rwsem);
+}
+
+static void unlock_two(struct mfs_node *a, struct mfs_node *b)
+{
+	pthread_rwlock_unlock(&a->rwsem);
+	if (a != b)
+		pthread_rwlock_unlock(&b->rwsem);
+}
+
+/*
+ * Find @name in @dir and lock @dir and the inode it names, in inode order;
+ * on success both are locked, *@victim referenced, @loc current.
+ */
+int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
+		   struct mfs_dirloc *loc, struct mfs_node **victim)
+{
+	int err;
+
+	for (;;) {
+		uint32_t ino;
+
+		pthread_rwlock_rdlock(&dir->rwsem);
+		err = mfs_dir_find(dir, name, len, loc);
+		pthread_rwlock_unlock(&dir->rwsem);
+		if (err)
+			return err;
+		ino = loc->ino;
+		err = mfs_iget(dir->fs, ino, victim);
+		if (err)
+			return err;
+		lock_two(dir, *victim);
+		err = mfs_dir_find(dir, name, len, loc);
+		if (!err && loc->ino == ino)
+			return 0;
+		unlock_two(dir, *victim);
+		mfs_iput(*victim);
+		if (err)
+			return err;
+	}
+}
+
+/* ---- link ---------------------------------------------------------------- */
+
+static int link_locked(struct mfs_node *n, struct mfs_node *dir,
+		       const struct mfs_cred *cr, const char *name, size_t len)
+{
+	struct mfs_fs *fs = dir->fs;
+	struct mfs_dirloc loc;
+	struct jnl_handle h;
+	int err = mfs_permission(dir, cr, W_OK | X_OK);
+
+	if (!err && !dir->raw.i_links_count)
+		err = -ENOENT;
+	if (!err && !n->raw.i_links_count)
+		err = -ENOENT;
+	if (!err && le16toh(n->raw.i_links_count) >= MFS_LINK_MAX)
+		err = -EMLINK;
+	if (!err) {
+		err = mfs_dir_find(dir, name, len, &loc);
+		err = err == -ENOENT ? 0 : err ? err : -EEXIST;
+	}
+	uint64_t since = mfs_blocks_allocated();
+
+	if (!err)
+		err = mfs_reserve_blocks(fs, cr, MFS_DIR_ADD_BLOCKS);
+	if (err)
+		return err;
+	err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 4, &h);
+	if (!err) {
+		err = mfs_dir_add(dir, &h, name, len, n->ino, mfs_mode_to_ft(node_mode(n)));
+		pthread_mutex_lock(&n->lock);
+		n->raw.i_links_count = htole16(le16toh(n->raw.i_links_count) + 1);
+		mfs_node_touch(n, false, true);
+		pthread_mutex_unlock(&n->lock);
+		if (!err)
+			err = mfs_inode_write(n, &h, true);
+		if (!err)
+			err = parent_update(dir, &h, 0);
+		err = mfs_jstop(fs, &h, err);
+	}
+	mfs_reserve_end(fs, MFS_DIR_ADD_BLOCKS, since);
+	return err;
+}
+
+int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+	     uint64_t newdir, const char *newname, struct stat *st, uint64_t *gen)
+{
+	struct mfs_node *n, *dir;
+	size_t len;
+	int err = check_name(newname, &len);
+
+	if (!err)
+		err = mfs_check_rw(fs);
+	if (!err)
+		err = get_dir(fs, newdir, &dir);
+	if (err)
+		return err;
+	err = mfs_iget(fs, ino, &n);
+	if (!err && S_ISDIR(node_mode(n))) {
+		mfs_iput(n);
+		err = -EPERM;
+	}
+	if (err) {
+		mfs_iput(dir);
+		return err;
+	}
+	lock_two(dir, n);
+	err = link_locked(n, dir, cr, newname, len);
+	unlock_two(dir, n);
+	if (!err)
+		hand_out(n, st, gen);
+	mfs_iput(n);
+	mfs_iput(dir);
+	return err;
+}
+
+/* ---- unlink and rmdir ---------------------------------------------------- */
+
+/* Drop one link of @n (rwsem held); at zero it goes on the orphan list
+ * until its last user lets go.  orphan_lock held, in a handle. */
+int mfs_drop_link(struct mfs_node *n, struct jnl_handle *h)
+{
+	uint16_t links = le16toh(n->raw.i_links_count);
+
+	pthread_mutex_lock(&n->lock);
+	if (S_ISDIR(node_mode(n)) || links <= 1)
+		links = 0;
+	else
+		links--;
+	n->raw.i_links_count = htole16(links);
+	mfs_node_touch(n, false, true);
+	pthread_mutex_unlock(&n->lock);
+	if (!links)
+		return mfs_orphan_add(n, h);
+	return mfs_inode_write(n, h, true);
+}
+
+static int remove_locked(struct mfs_node *dir, struct mfs_node *victim,
+			 const struct mfs_cred *cr, const struct mfs_dirloc *loc,
+			 bool rmdir)
+{
+	struct mfs_fs *fs = dir->fs;
+	struct jnl_handle h;
+	int err = mfs_may_delete(dir, victim, cr);
+
+	if (!err && rmdir && !S_ISDIR(node_mode(victim)))
+		err = -ENOTDIR;
+	if (!err && !rmdir && S_ISDIR(node_mode(victim)))
+		err = -EISDIR;
+	if (!err && rmdir && victim == dir)
+		err = -EINVAL;
+	if (!err && rmdir) {
+		err = mfs_dir_is_empty(victim);
+		err = err == 1 ? 0 : err ? err : -ENOTEMPTY;
+	}
+	if (err)
+		return err;
+	pthread_mutex_lock(&fs->orphan_lock);
+	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS + 8, &h);
+	if (!err) {
+		err = mfs_dir_remove(dir, &h, loc);
+		if (!err)
+			err = mfs_drop_link(victim, &h);
+		if (!err)
+			err = parent_update(dir, &h, rmdir ? -1 : 0);
+		err = mfs_jstop(fs, &h, err);
+	}
+	pthread_mutex_unlock(&fs->orphan_lock);
+	atomic_fetch_add(&fs->st.unlinks, 1);
+	return err;
+}
+
+static int remove_name(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
+		       const char *name, bool rmdir)
+{
+	struct mfs_node *dir, *victim;
+	struct mfs_dirloc loc;
+	size_t len;
+	int err = check_name(name, &len);
+
+	if (!err && rmdir && !strcmp(name, "."))
+		err = -EINVAL;
+	if (!err && rmdir && !strcmp(name, ".."))
+		err = -ENOTEMPTY;
+	if (!err)
+		err = mfs_check_rw(fs);
+	if (!err)
+		err = get_dir(fs, dirino, &dir);
+	if (err)
+		return err;
+	err = mfs_lock_entry(dir, name, len, &loc, &victim);
+	if (!err) {
+		err = remove_locked(dir, victim, cr, &loc, rmdir);
+		unlock_two(dir, victim);
+		mfs_iput(victim);
+	}
+	mfs_iput(dir);
+	return err;
+}
+
+int mfs_unlink(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	       const char *name)
+{
+	return remove_name(fs, cr, dir, name, false);
+}
+
+int mfs_rmdir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+	      const char *name)
+{
+	return remove_name(fs, cr, dir, name, true);
+}

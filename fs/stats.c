@@ -1,0 +1,101 @@
+/*
+ * stats.c - the live statistics: "key: value" lines of the filesystem's,
+ * the page cache's and the journal's counters.
+ */
+#include "mfs_i.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+
+struct out {
+	char *buf;
+	size_t size, len;
+};
+
+static void put(struct out *o, const char *key, uint64_t v)
+{
+	int n = snprintf(o->buf ? o->buf + UT_MIN(o->len, o->size) : NULL,
+			 o->len < o->size ? o->size - o->len : 0,
+			 "%s: %" PRIu64 "\n", key, v);
+
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+#define LOAD(x) atomic_load(&(x))
+
+static void fs_stats(struct mfs_fs *fs, struct out *o)
+{
+	uint64_t nodes, fb, fi;
+
+	pthread_mutex_lock(&fs->icache_lock);
+	nodes = fs->nnodes;
+	pthread_mutex_unlock(&fs->icache_lock);
+	pthread_mutex_lock(&fs->count_lock);
+	fb = fs->free_blocks;
+	fi = fs->free_inodes;
+	pthread_mutex_unlock(&fs->count_lock);
+	put(o, "fs_inodes_cached", nodes);
+	put(o, "fs_free_blocks", fb);
+	put(o, "fs_free_inodes", fi);
+	put(o, "fs_lookups", LOAD(fs->st.lookups));
+	put(o, "fs_creates", LOAD(fs->st.creates));
+	put(o, "fs_unlinks", LOAD(fs->st.unlinks));
+	put(o, "fs_renames", LOAD(fs->st.renames));
+	put(o, "fs_reads", LOAD(fs->st.reads));
+	put(o, "fs_writes", LOAD(fs->st.writes));
+	put(o, "fs_fsyncs", LOAD(fs->st.fsyncs));
+	put(o, "fs_handles", LOAD(fs->st.handles));
+	put(o, "dir_pages_checked", LOAD(fs->st.dir_checked));
+	put(o, "dir_pages_bad", LOAD(fs->st.dir_bad));
+	put(o, "dirhash_builds", LOAD(fs->st.dirhash_builds));
+	put(o, "dirhash_hits", LOAD(fs->st.dirhash_hits));
+}
+
+static void cache_stats(struct mfs_fs *fs, struct out *o)
+{
+	struct pc_stats st;
+
+	pc_get_stats(fs->cache, &st);
+	put(o, "pc_hits", st.hits);
+	put(o, "pc_misses", st.misses);
+	put(o, "pc_readahead_pages", st.readahead_pages);
+	put(o, "pc_evictions", st.evictions);
+	put(o, "pc_dirty", st.dirty);
+	put(o, "pc_writeback", st.writeback);
+	put(o, "pc_written", st.written);
+	put(o, "pc_pages", st.pages);
+	put(o, "pc_max_pages", st.max_pages);
+	put(o, "pc_budget", st.budget);
+}
+
+static void jnl_stats(struct mfs_fs *fs, struct out *o)
+{
+	struct jnl_stats st;
+
+	if (!fs->j)
+		return;
+	jnl_get_stats(fs->j, &st);
+	put(o, "jnl_commits", st.commits);
+	put(o, "jnl_handles", st.handles);
+	put(o, "jnl_blocks_logged", st.blocks_logged);
+	put(o, "jnl_revokes", st.revokes);
+	put(o, "jnl_checkpoints", st.checkpoints);
+	put(o, "jnl_log_full_waits", st.log_full_waits);
+	put(o, "jnl_pinned", st.pinned);
+	put(o, "jnl_committed_tid", st.committed_tid);
+	put(o, "jnl_log_used", st.log_used);
+	put(o, "jnl_log_size", st.log_size);
+}
+
+size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
+{
+	struct out o = { buf, size, 0 };
+
+	if (buf && size)
+		buf[0] = 0;
+	fs_stats(fs, &o);
+	cache_stats(fs, &o);
+	jnl_stats(fs, &o);
+	return o.len;
+}

@@ -1,0 +1,168 @@
+/*
+ * t_crash - power cuts at many points of a recorded workload (creates,
+ * writes, fsyncs, unlinks of open files, renames, mkdir/rmdir,
+ * truncates): each image must mount (journal replay, orphan list), hold
+ * every file fsynced before the cut with its content, and unmount to an
+ * image whose bitmaps, counts, block maps and link counts all agree.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "t_fs.h"
+
+#define FILES 24
+
+struct kept {
+	char name[16];
+	size_t len;
+	unsigned seed;
+	size_t log_pos;      /* the log entries its fsync had completed by */
+};
+
+static struct kept kept[FILES];
+static unsigned nkept;
+static uint32_t bs = 1024;
+
+static uint64_t create(struct mfs_fs *fs, const char *name)
+{
+	struct stat st;
+	int err = mfs_mknod(fs, &tf_root, MFS_ROOT_INO, name, S_IFREG | 0644, 0, &st, NULL);
+
+	t_ok(err);
+	mfs_forget(fs, st.st_ino, 1);
+	return st.st_ino;
+}
+
+static void churn(struct mfs_fs *fs, int i)
+{
+	char a[16], b[16];
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 700 };
+	struct mfs_file *f;
+	struct stat st;
+	uint64_t ino;
+
+	snprintf(a, sizeof(a), "c%d", i);
+	snprintf(b, sizeof(b), "r%d", i);
+	ino = create(fs, a);
+	tf_write(fs, ino, 0, (size_t)(i % 5 + 1) * bs + 100, (unsigned)i);
+	if (i % 3 == 0) {
+		t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, a, MFS_ROOT_INO, b, 0));
+		memcpy(a, b, sizeof(a));
+	}
+	if (i % 4 == 1) {
+		t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	}
+	if (i % 4 == 2) {            /* unlinked while open: the orphan list */
+		t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &f));
+		t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, a));
+		t_ok(mfs_fsync(fs, MFS_ROOT_INO, false));
+		t_ok(mfs_release(fs, f));
+	}
+	snprintf(a, sizeof(a), "d%d", i);
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, a, 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	if (i % 2)
+		t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, a));
+}
+
+static void keep(struct mfs_fs *fs, struct bdev *bd, int i)
+{
+	struct kept *k = &kept[nkept++];
+	uint64_t ino;
+
+	snprintf(k->name, sizeof(k->name), "k%d", i);
+	k->len = (size_t)(i % 7) * bs + 333;
+	k->seed = 1000u + (unsigned)i;
+	ino = create(fs, k->name);
+	tf_write(fs, ino, 0, k->len, k->seed);
+	t_ok(mfs_fsync(fs, ino, i % 2));
+	t_ok(mfs_fsync(fs, MFS_ROOT_INO, false));    /* its entry too */
+	k->log_pos = bdev_mem_log_count(bd);
+}
+
+/* A file fsynced whole, then truncated to nothing and its blocks taken
+ * by new files: until the truncation commits, a crash must give it back
+ * whole, so its blocks may not be reused before that. */
+#define VICTIM_LEN (40 * 1024 + 5)
+
+static void victim_make(struct mfs_fs *fs)
+{
+	uint64_t ino = create(fs, "victim");
+
+	tf_write(fs, ino, 0, VICTIM_LEN, 77);
+	t_ok(mfs_fsync(fs, ino, false));
+	t_ok(mfs_fsync(fs, MFS_ROOT_INO, false));
+}
+
+static void victim_cut(struct mfs_fs *fs)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 0 };
+	struct stat st;
+
+	t_ok(mfs_setattr(fs, &tf_root, tf_ino(fs, "victim"), &sa, &st));
+}
+
+static void victim_check(struct mfs_fs *fs)
+{
+	uint64_t ino = tf_ino(fs, "victim");
+	struct stat st;
+
+	t_ok(mfs_getattr(fs, ino, &st));
+	if (st.st_size)
+		tf_verify(fs, ino, 0, VICTIM_LEN, 77);
+}
+
+static void check_image(struct bdev *img, size_t prefix)
+{
+	struct mfs_fs *fs = tf_mount(img);
+
+	if (prefix)
+		victim_check(fs);
+
+	for (unsigned i = 0; i < nkept; i++) {
+		if (kept[i].log_pos > prefix)
+			continue;
+		tf_verify(fs, tf_ino(fs, kept[i].name), 0, kept[i].len, kept[i].seed);
+	}
+	tf_unmount_check(fs, img);
+}
+
+int main(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 2u << 20, .no_flusher = true,
+				    .commit_s = 60 };
+	struct bdev *bd = tf_mkfs(bs, 16u << 20);
+	struct mfs_fs *fs = tf_mount_opts(bd, &o);
+	size_t n, images = 0;
+
+	victim_make(fs);
+	t_ok(mfs_sync(fs));
+	bdev_mem_record(bd, true);
+	for (int i = 0; i < FILES; i++) {
+		if (i == 1)
+			victim_cut(fs);
+		churn(fs, i);
+		if (i % 2 == 0)
+			keep(fs, bd, i);
+	}
+	t_ok(mfs_unmount(fs));
+	bdev_mem_record(bd, false);
+	n = bdev_mem_log_count(bd);
+	for (size_t p = 0; p <= n; p += 1 + n / 97) {
+		for (int mode = 0; mode < 3; mode++) {
+			struct bdev *img;
+
+			t_ok(bdev_mem_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
+						  mode == 1 ? BDEV_CUT_RANDOM : BDEV_CUT_BLOCKS,
+						  p * 31 + (size_t)mode, &img));
+			check_image(img, p);
+			bdev_close(img);
+			images++;
+		}
+	}
+	tf_check(bd, true);
+	bdev_close(bd);
+	printf("ok: %zu crash images of a log of %zu entries\n", images, n);
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * t_fs.h - what the tests of the mounted filesystem share: a fresh image
+ * on the memory device, mounting it, the callers' credentials, and a check
+ * of a whole image that cross-checks bitmaps, counts, block maps,
+ * directories and link counts (a small fsck for the tests).
+ */
+#ifndef MISCFS_T_FS_H
+#define MISCFS_T_FS_H
+
+#include <sys/stat.h>
+
+#include "mfs.h"
+#include "t.h"
+
+extern const struct mfs_cred tf_root;
+extern const struct mfs_cred tf_user;    /* uid 1000, gid 1000 */
+extern const struct mfs_cred tf_other;   /* uid 1001, gid 1001, groups 1000 */
+
+/* A memory device of @bytes with a fresh filesystem of @bs-byte blocks. */
+struct bdev *tf_mkfs(uint32_t bs, uint64_t bytes);
+struct mfs_fs *tf_mount(struct bdev *bd);
+struct mfs_fs *tf_mount_opts(struct bdev *bd, const struct mfs_mount_opts *o);
+/* Unmount, then check the image; fails the test on any inconsistency. */
+void tf_unmount_check(struct mfs_fs *fs, struct bdev *bd);
+/* Check an unmounted image; @clean: the free counts of the superblock
+ * must be exact too. */
+void tf_check(struct bdev *bd, bool clean);
+
+/* Inode number of @path's last component under the root ("a/b/c"). */
+uint64_t tf_ino(struct mfs_fs *fs, const char *path);
+/* Write @len bytes of a pattern of @seed at @off through a new open. */
+void tf_write(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len, unsigned seed);
+/* Read back and compare what tf_write wrote. */
+void tf_verify(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len, unsigned seed);
+uint8_t tf_pattern(uint64_t pos, unsigned seed);
+/* Entry names of a directory, "\n"-separated and sorted, into @buf. */
+void tf_list(struct mfs_fs *fs, uint64_t dir, char *buf, size_t size);
+
+#endif /* MISCFS_T_FS_H */

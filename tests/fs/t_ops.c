@@ -1,0 +1,439 @@
+/*
+ * t_ops - each operation of the mounted filesystem and its errors, on
+ * both block sizes; after each group the image is unmounted and checked
+ * (bitmaps, counts, block maps, directories, link counts), then mounted
+ * again to see that everything came back.
+ */
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "t_fs.h"
+#include "util.h"
+
+static uint32_t bs;
+
+static struct mfs_fs *remount(struct mfs_fs *fs, struct bdev *bd)
+{
+	tf_unmount_check(fs, bd);
+	return tf_mount(bd);
+}
+
+static uint64_t mkfile(struct mfs_fs *fs, uint64_t dir, const char *name, mode_t mode)
+{
+	struct stat st;
+
+	t_ok(mfs_mknod(fs, &tf_root, dir, name, S_IFREG | mode, 0, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	return st.st_ino;
+}
+
+static uint64_t mkdir_(struct mfs_fs *fs, uint64_t dir, const char *name)
+{
+	struct stat st;
+
+	t_ok(mfs_mkdir(fs, &tf_root, dir, name, 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	return st.st_ino;
+}
+
+static void names(struct mfs_fs *fs, struct bdev *bd)
+{
+	char longname[300];
+	struct stat st;
+	uint64_t d, f;
+
+	memset(longname, 'x', 256);
+	longname[256] = 0;
+	t_eq(mfs_mknod(fs, &tf_root, MFS_ROOT_INO, longname, S_IFREG | 0644, 0, &st, NULL),
+	     -ENAMETOOLONG);
+	longname[255] = 0;
+	f = mkfile(fs, MFS_ROOT_INO, longname, 0644);
+	t_eq(tf_ino(fs, longname), f);
+	t_eq(mfs_mknod(fs, &tf_root, MFS_ROOT_INO, longname, S_IFREG | 0644, 0, &st, NULL),
+	     -EEXIST);
+	d = mkdir_(fs, MFS_ROOT_INO, "dir");
+	t_eq(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "dir", 0755, &st, NULL), -EEXIST);
+	t_eq(mfs_mkdir(fs, &tf_root, f, "sub", 0755, &st, NULL), -ENOTDIR);
+	t_eq(mfs_lookup(fs, &tf_root, f, "x", &st, NULL), -ENOTDIR);
+	mkfile(fs, d, "inside", 0600);
+	t_eq(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "dir"), -ENOTEMPTY);
+	t_eq(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, longname), -ENOTDIR);
+	t_eq(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "dir"), -EISDIR);
+	t_eq(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "nothing"), -ENOENT);
+	t_eq(mfs_rmdir(fs, &tf_root, d, "."), -EINVAL);
+	t_eq(mfs_rmdir(fs, &tf_root, d, ".."), -ENOTEMPTY);
+	t_ok(mfs_getattr(fs, MFS_ROOT_INO, &st));
+	t_eq(st.st_nlink, 4);
+	fs = remount(fs, bd);
+	t_eq(tf_ino(fs, "dir/inside") > 0, 1);
+	t_ok(mfs_unlink(fs, &tf_root, d, "inside"));
+	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "dir"));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, longname));
+	t_ok(mfs_getattr(fs, MFS_ROOT_INO, &st));
+	t_eq(st.st_nlink, 3);
+	tf_unmount_check(fs, bd);
+	printf("ok: names (%u)\n", bs);
+}
+
+static void many_entries(struct mfs_fs *fs, struct bdev *bd)
+{
+	char name[64], list[64];
+	uint64_t d = mkdir_(fs, MFS_ROOT_INO, "many");
+	struct stat st;
+
+	for (int i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "entry-with-a-long-name-%04d", i);
+		mkfile(fs, d, name, 0644);
+	}
+	t_ok(mfs_getattr(fs, d, &st));
+	t_assert(st.st_size > (off_t)bs, "the directory grew: %lld", (long long)st.st_size);
+	for (int i = 0; i < 600; i += 2) {
+		snprintf(name, sizeof(name), "entry-with-a-long-name-%04d", i);
+		t_ok(mfs_unlink(fs, &tf_root, d, name));
+	}
+	fs = remount(fs, bd);
+	d = tf_ino(fs, "many");
+	for (int i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "entry-with-a-long-name-%04d", i);
+		t_eq(mfs_lookup(fs, &tf_root, d, name, &st, NULL), i % 2 ? 0 : -ENOENT);
+		if (i % 2)
+			mfs_forget(fs, st.st_ino, 1);
+	}
+	for (int i = 1; i < 600; i += 2) {
+		snprintf(name, sizeof(name), "entry-with-a-long-name-%04d", i);
+		t_ok(mfs_unlink(fs, &tf_root, d, name));
+	}
+	tf_list(fs, d, list, sizeof(list));
+	t_assert(!strcmp(list, ".\n.."), "left: %s", list);
+	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "many"));
+	tf_unmount_check(fs, bd);
+	printf("ok: 600 entries (%u)\n", bs);
+}
+
+static void data(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t big = (uint64_t)bs * (12 + 2 * mfs_addr_per_block(bs) + 5);
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "data", 0644), h;
+	struct stat st;
+
+	tf_write(fs, f, 0, 100, 1);
+	tf_write(fs, f, 50, 3 * bs, 2);            /* across pages, overlapping */
+	tf_write(fs, f, big, 5000, 3);              /* double indirect, a hole */
+	tf_verify(fs, f, 0, 50, 1);
+	tf_verify(fs, f, 50, 3 * bs, 2);
+	tf_verify(fs, f, big, 5000, 3);
+	h = mkfile(fs, MFS_ROOT_INO, "holes", 0644);
+	tf_write(fs, h, 10 * (uint64_t)bs + 7, 10, 4);
+	fs = remount(fs, bd);
+	f = tf_ino(fs, "data");
+	tf_verify(fs, f, 50, 3 * bs, 2);
+	tf_verify(fs, f, big, 5000, 3);
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, big + 5000);
+	h = tf_ino(fs, "holes");
+	{
+		struct mfs_file *o;
+		char buf[64];
+
+		t_ok(mfs_open(fs, &tf_root, h, O_RDONLY, &o));
+		t_eq(mfs_read(fs, o, buf, 64, 0), 64);
+		for (int i = 0; i < 64; i++)
+			t_eq(buf[i], 0);
+		t_eq(mfs_read(fs, o, buf, 64, 10 * (uint64_t)bs + 17), 0);
+		t_eq(mfs_read(fs, o, buf, 64, 10 * (uint64_t)bs), 17);
+		t_ok(mfs_release(fs, o));
+	}
+	t_ok(mfs_getattr(fs, h, &st));
+	t_eq(st.st_blocks, bs / 512);
+	tf_unmount_check(fs, bd);
+	printf("ok: data (%u)\n", bs);
+}
+
+static void truncate_(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t size = (uint64_t)bs * (12 + mfs_addr_per_block(bs) + 40), f;
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE };
+	struct statvfs before, after;
+	struct stat st;
+
+	t_ok(mfs_statfs(fs, &before));
+	f = mkfile(fs, MFS_ROOT_INO, "t", 0644);
+	tf_write(fs, f, 0, size, 5);
+	sa.size = 12 * (uint64_t)bs + 100;          /* frees the double indirect */
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(st.st_size, sa.size);
+	tf_verify(fs, f, 0, sa.size, 5);
+	sa.size = 1000;
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	sa.size = 3000;
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	fs = remount(fs, bd);
+	f = tf_ino(fs, "t");
+	tf_verify(fs, f, 0, 1000, 5);
+	{
+		struct mfs_file *o;
+		char buf[2000];
+
+		t_ok(mfs_open(fs, &tf_root, f, O_RDONLY, &o));
+		t_eq(mfs_read(fs, o, buf, 2000, 1000), 2000);
+		for (int i = 0; i < 2000; i++)
+			t_eq(buf[i], 0);
+		t_ok(mfs_release(fs, o));
+	}
+	sa.size = 0;
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(st.st_blocks, 0);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "t"));
+	t_ok(mfs_sync(fs));
+	t_ok(mfs_statfs(fs, &after));
+	t_eq(after.f_bfree, before.f_bfree);
+	t_eq(after.f_ffree, before.f_ffree);
+	tf_unmount_check(fs, bd);
+	printf("ok: truncate (%u)\n", bs);
+}
+
+static void links(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "orig", 0644), d;
+	char target[200], buf[256];
+	struct stat st;
+
+	t_ok(mfs_link(fs, &tf_root, f, MFS_ROOT_INO, "second", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_nlink, 2);
+	t_eq(mfs_link(fs, &tf_root, f, MFS_ROOT_INO, "second", &st, NULL), -EEXIST);
+	d = mkdir_(fs, MFS_ROOT_INO, "d");
+	t_eq(mfs_link(fs, &tf_root, d, MFS_ROOT_INO, "dlink", &st, NULL), -EPERM);
+	t_ok(mfs_symlink(fs, &tf_root, MFS_ROOT_INO, "fast", "orig", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_size, 4);
+	t_eq(st.st_blocks, 0);
+	memset(target, 'a', sizeof(target) - 1);
+	target[sizeof(target) - 1] = 0;
+	t_ok(mfs_symlink(fs, &tf_root, MFS_ROOT_INO, "slow", target, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_blocks, bs / 512);
+	fs = remount(fs, bd);
+	t_eq(mfs_readlink(fs, tf_ino(fs, "fast"), buf, sizeof(buf)), 4);
+	t_assert(!memcmp(buf, "orig", 4), "fast target");
+	t_eq(mfs_readlink(fs, tf_ino(fs, "slow"), buf, sizeof(buf)), 199);
+	t_assert(!memcmp(buf, target, 199), "slow target");
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "orig"));
+	t_ok(mfs_getattr(fs, tf_ino(fs, "second"), &st));
+	t_eq(st.st_nlink, 1);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "slow"));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "fast"));
+	tf_unmount_check(fs, bd);
+	printf("ok: links and symlinks (%u)\n", bs);
+}
+
+static void attrs(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "a", 04755);
+	struct mfs_setattr sa = { .valid = MFS_SET_MTIME | MFS_SET_ATIME,
+				  .mtime = { 1234567890, 123456789 },
+				  .atime = { 1111111111, 999999999 } };
+	struct mfs_file *o;
+	struct stat st;
+
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(st.st_mtim.tv_sec, 1234567890);
+	t_eq(st.st_mtim.tv_nsec, 123456789);
+	t_eq(st.st_atim.tv_nsec, 999999999);
+	sa = (struct mfs_setattr){ .valid = MFS_SET_UID | MFS_SET_GID, .uid = 1000, .gid = 1000 };
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(st.st_uid, 1000);
+	t_eq(st.st_mode & 07777, 0755);             /* chown drops suid */
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06755 };
+	t_eq(mfs_setattr(fs, &tf_other, f, &sa, &st), -EPERM);
+	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
+	t_eq(st.st_mode & 07777, 06755);
+	sa = (struct mfs_setattr){ .valid = MFS_SET_UID, .uid = 0 };
+	t_eq(mfs_setattr(fs, &tf_user, f, &sa, &st), -EPERM);
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MTIME, .mtime = { 1, 0 } };
+	t_eq(mfs_setattr(fs, &tf_other, f, &sa, &st), -EPERM);
+	/* A write by a user that is not the owner drops set-id bits. */
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06777 };
+	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
+	t_ok(mfs_open(fs, &tf_other, f, O_WRONLY, &o));
+	t_eq(mfs_write(fs, &tf_other, o, "x", 1, 0), 1);
+	t_ok(mfs_release(fs, o));
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_mode & 07777, 0777);
+	t_eq(mfs_open(fs, &tf_other, MFS_FIRST_INO, O_RDONLY, &o), -EACCES);
+	t_eq(mfs_access(fs, &tf_other, f, W_OK), 0);
+	t_eq(mfs_access(fs, &tf_user, MFS_FIRST_INO, R_OK), -EACCES);
+	fs = remount(fs, bd);
+	t_ok(mfs_getattr(fs, tf_ino(fs, "a"), &st));
+	t_eq(st.st_atim.tv_sec, 1111111111);
+	tf_unmount_check(fs, bd);
+	printf("ok: attributes (%u)\n", bs);
+}
+
+/* A full filesystem: -ENOSPC with nothing half done, and room again
+ * once the file is gone. */
+static void full(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "fill", 0644);
+	size_t chunk = 256 * 1024;
+	char *buf = calloc(1, chunk);
+	struct mfs_file *o;
+	uint64_t off = 0;
+	struct stat st;
+	ssize_t n;
+
+	t_ok(mfs_open(fs, &tf_root, f, O_WRONLY, &o));
+	while ((n = mfs_write(fs, &tf_root, o, buf, chunk, off)) > 0)
+		off += (uint64_t)n;
+	t_eq(n, -ENOSPC);
+	t_ok(mfs_release(fs, o));
+	fs = remount(fs, bd);
+	t_ok(mfs_getattr(fs, tf_ino(fs, "fill"), &st));
+	t_eq((uint64_t)st.st_size, off);
+	for (int i = 0; i < 40; i++) {
+		char name[16];
+		int err;
+
+		snprintf(name, sizeof(name), "d%d", i);
+		err = mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, name, 0755, &st, NULL);
+		if (err)
+			t_eq(err, -ENOSPC);
+		else
+			mfs_forget(fs, st.st_ino, 1);
+	}
+	fs = remount(fs, bd);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "fill"));
+	tf_write(fs, mkfile(fs, MFS_ROOT_INO, "after", 0644), 0, 100000, 9);
+	free(buf);
+	tf_unmount_check(fs, bd);
+	printf("ok: full filesystem (%u)\n", bs);
+}
+
+/* An inode unlinked while open keeps its data until released; after a
+ * crash with it still open, the mount frees it from the orphan list. */
+static void orphans(struct mfs_fs *fs, struct bdev *bd)
+{
+	struct mfs_file *o;
+	struct bdev *crash;
+	struct statvfs a, b;
+	struct stat st;
+	uint64_t f;
+
+	t_ok(mfs_statfs(fs, &a));
+	f = mkfile(fs, MFS_ROOT_INO, "open", 0644);
+	tf_write(fs, f, 0, 20 * bs, 6);
+	t_ok(mfs_open(fs, &tf_root, f, O_RDONLY, &o));
+	t_ok(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "open", &st, NULL));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "open"));
+	tf_verify(fs, f, 0, 20 * bs, 6);
+	t_ok(mfs_sync(fs));
+	/* The image as a crash now would leave it. */
+	t_ok(bdev_mem_create(bd->size, bs, &crash));
+	memcpy(bdev_mem_data(crash), bdev_mem_data(bd), bd->size);
+	t_ok(mfs_release(fs, o));
+	mfs_forget(fs, f, 1);
+	t_ok(mfs_sync(fs));
+	t_ok(mfs_statfs(fs, &b));
+	t_eq(a.f_bfree, b.f_bfree);
+	t_eq(a.f_ffree, b.f_ffree);
+	tf_unmount_check(fs, bd);
+	fs = tf_mount(crash);
+	t_ok(mfs_statfs(fs, &b));
+	t_eq(a.f_bfree, b.f_bfree);
+	t_eq(a.f_ffree, b.f_ffree);
+	tf_unmount_check(fs, crash);
+	bdev_close(crash);
+	printf("ok: orphans (%u)\n", bs);
+}
+
+static void rename_(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t a = mkdir_(fs, MFS_ROOT_INO, "a"), b = mkdir_(fs, a, "b");
+	uint64_t c = mkdir_(fs, MFS_ROOT_INO, "c"), f, g;
+	struct stat st;
+	char list[256];
+
+	f = mkfile(fs, MFS_ROOT_INO, "f", 0644);
+	g = mkfile(fs, MFS_ROOT_INO, "g", 0644);
+	tf_write(fs, g, 0, 10 * bs, 1);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "f", MFS_ROOT_INO, "f2", 0));
+	t_eq(tf_ino(fs, "f2"), f);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "f2", MFS_ROOT_INO, "g", 0));
+	t_eq(tf_ino(fs, "g"), f);                   /* the old g is freed */
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", b, "x", 0), -EINVAL);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", a, "x", 0), -EINVAL);
+	t_ok(mfs_rename(fs, &tf_root, a, "b", c, "b", 0));   /* '..' moves */
+	t_eq(tf_ino(fs, "c/b"), b);
+	t_ok(mfs_lookup(fs, &tf_root, b, "..", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_ino, c);
+	t_ok(mfs_getattr(fs, a, &st));
+	t_eq(st.st_nlink, 2);
+	t_ok(mfs_getattr(fs, c, &st));
+	t_eq(st.st_nlink, 3);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", MFS_ROOT_INO, "a", 0), -EISDIR);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", MFS_ROOT_INO, "g", 0), -ENOTDIR);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", MFS_ROOT_INO, "c", 0), -ENOTEMPTY);
+	t_ok(mfs_rename(fs, &tf_root, c, "b", MFS_ROOT_INO, "a", 0));  /* over empty */
+	t_eq(tf_ino(fs, "a"), b);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", MFS_ROOT_INO, "a",
+			RENAME_NOREPLACE), -EEXIST);
+	t_eq(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", MFS_ROOT_INO, "none",
+			RENAME_EXCHANGE), -ENOENT);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "g", c, "inside", 0));
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", c, "inside", RENAME_EXCHANGE));
+	t_eq(tf_ino(fs, "c/inside"), b);
+	t_eq(tf_ino(fs, "a"), f);
+	t_ok(mfs_lookup(fs, &tf_root, b, "..", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_eq(st.st_ino, c);
+	t_ok(mfs_link(fs, &tf_root, f, MFS_ROOT_INO, "same", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_rename(fs, &tf_root, MFS_ROOT_INO, "a", MFS_ROOT_INO, "same", 0));
+	t_eq(tf_ino(fs, "a"), f);                   /* both names stay */
+	fs = remount(fs, bd);
+	tf_list(fs, MFS_ROOT_INO, list, sizeof(list));
+	t_assert(!strcmp(list, ".\n..\na\nc\nlost+found\nsame"), "root: %s", list);
+	/* Sticky: another user may not move the owner's file away. */
+	{
+		struct mfs_setattr sa = { .valid = MFS_SET_MODE, .mode = 01777 };
+
+		t_ok(mfs_setattr(fs, &tf_root, MFS_ROOT_INO, &sa, &st));
+		t_eq(mfs_rename(fs, &tf_other, MFS_ROOT_INO, "same", MFS_ROOT_INO, "z", 0),
+		     -EPERM);
+		sa.mode = 0755;
+		t_ok(mfs_setattr(fs, &tf_root, MFS_ROOT_INO, &sa, &st));
+	}
+	tf_unmount_check(fs, bd);
+	printf("ok: rename (%u)\n", bs);
+}
+
+static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
+{
+	struct bdev *bd = tf_mkfs(bs, bytes);
+
+	fn(tf_mount(bd), bd);
+	bdev_close(bd);
+}
+
+int main(void)
+{
+	uint32_t sizes[] = { 1024, 4096 };
+
+	for (unsigned i = 0; i < 2; i++) {
+		bs = sizes[i];
+		each(names, 16u << 20);
+		each(many_entries, 16u << 20);
+		each(data, 64u << 20);
+		each(truncate_, 64u << 20);
+		each(links, 16u << 20);
+		each(attrs, 16u << 20);
+		each(full, 8u << 20);
+		each(orphans, 16u << 20);
+		each(rename_, 16u << 20);
+	}
+	return 0;
+}

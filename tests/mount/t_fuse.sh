@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# A real mount through /dev/fuse: mkfs, the daemon in the foreground as
+# our child, ordinary programs on the mount, a second daemon refused,
+# fusermount3 -u, and the daemon exiting 0 with the image left clean.
+source "$(dirname "$0")/../lib.sh"
+: "${MISCFS:?MISCFS must name the daemon}"
+
+[ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "no usable /dev/fuse"
+command -v fusermount3 >/dev/null || skip "no fusermount3"
+
+img=$T_DIR/img
+mnt=$T_DIR/mnt
+mkdir "$mnt"
+daemon=
+
+mounted() { grep -q " $mnt fuse" /proc/self/mounts; }
+
+# The daemon is our child: wait for it, and look at /proc in case the
+# machine leaves exited children as zombies.
+daemon_gone() {
+	[ ! -d "/proc/$daemon" ] && return 0
+	[ "$(sed 's/^.*) //' "/proc/$daemon/stat" | cut -d' ' -f1)" = Z ]
+}
+
+stop() {
+	if [ -n "$daemon" ] && mounted; then
+		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" 2>/dev/null
+	fi
+	for _ in $(seq 100); do
+		[ -z "$daemon" ] || daemon_gone && break
+		sleep 0.1
+	done
+}
+trap 'stop; t_cleanup' EXIT
+
+start() {
+	"$MISCFS" "$img" "$mnt" -f "$@" 2>"$T_DIR/daemon.err" &
+	daemon=$!
+	for _ in $(seq 100); do
+		mounted && return 0
+		daemon_gone && { cat "$T_DIR/daemon.err"; fail "the daemon exited"; }
+		sleep 0.1
+	done
+	fail "not mounted after 10 s"
+}
+
+unmount() {
+	fusermount3 -u "$mnt" || fail "fusermount3 -u"
+	local rc=0
+	wait "$daemon" || rc=$?
+	[ "$rc" -eq 0 ] || { cat "$T_DIR/daemon.err"; fail "the daemon exited $rc"; }
+	daemon=
+	mounted && fail "still mounted"
+	return 0
+}
+
+expect_status 0 "$MKFS" -q -F "$img" 32M
+start -o cache_size=8M,data=ordered,commit=1,relatime,nodev,nosuid,default_permissions
+
+ls -la "$mnt" >"$T_OUT" || fail "ls"
+expect_in "$T_OUT" "lost+found"
+[ "$(stat -c %F "$mnt/lost+found")" = directory ] || fail "stat lost+found"
+[ "$(stat -c %i "$mnt/lost+found")" = 11 ] || fail "inode of lost+found"
+grep " $mnt " /proc/self/mounts | grep -q "^$img " || fail "fsname is not the image"
+
+echo "hello, miscfs" >"$mnt/hello" || fail "write"
+[ "$(cat "$mnt/hello")" = "hello, miscfs" ] || fail "cat"
+mkdir -p "$mnt/a/b/c" || fail "mkdir -p"
+head -c 300000 /dev/urandom >"$T_DIR/big"
+cp "$T_DIR/big" "$mnt/a/b/c/big" || fail "cp"
+cmp "$T_DIR/big" "$mnt/a/b/c/big" || fail "cmp"
+ln -s a/b/c/big "$mnt/link" || fail "symlink"
+[ "$(readlink "$mnt/link")" = a/b/c/big ] || fail "readlink"
+df "$mnt" >/dev/null || fail "df"
+
+# A second daemon on the same image is refused in one line.
+expect_status 1 "$MISCFS" "$img" "$T_DIR" -f
+expect_in "$T_ERR" "in use by another miscfs daemon"
+[ "$(wc -l <"$T_ERR")" -eq 1 ] || fail "more than one line: $(cat "$T_ERR")"
+
+# data=journal is refused with a clear message.
+expect_status 2 "$MISCFS" "$img" "$T_DIR" -f -o data=journal
+expect_in "$T_ERR" "data=journal is not supported"
+
+unmount
+expect_status 0 "$DEBUGFS" "$img" super
+[ "$(field state)" = clean ] || fail "state $(field state)"
+expect_status 0 "$DEBUGFS" "$img" verify
+expect_in "$T_OUT" "problems: 0"
+
+# Mount again: everything is still there.
+start -o ro
+cmp "$T_DIR/big" "$mnt/a/b/c/big" || fail "cmp after remount"
+[ "$(cat "$mnt/hello")" = "hello, miscfs" ] || fail "cat after remount"
+touch "$mnt/new" 2>/dev/null && fail "wrote to a read-only mount"
+unmount
