@@ -194,7 +194,7 @@ static void usage(FILE *f)
 		"  -W       no mapped writes (= -x mapwrite)\n"
 		"  -R       no mapped reads (= -x mapread)\n"
 		"  -f name  file or tree name inside DIR (mfsx.file / mfsx.tree)\n"
-		"  -Z op    self-test: corrupt the data that op number writes\n"
+		"  -Z op    self-test: one wrong byte in the first write from that op on\n"
 		"  -K       keep the file or tree after a passing run\n"
 		"  -q       quiet: print only a failure\n"
 		"  -v       print every operation\n");

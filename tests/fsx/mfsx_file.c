@@ -198,11 +198,13 @@ static void trace_stale(uint64_t pos, const unsigned char *got, uint64_t n)
 
 		if (r->opno == 0 || pos < r->off || pos >= r->off + r->len)
 			continue;
-		for (i = 0; i < n && pos + i < r->off + r->len && got[i] == pattern_byte(r->opno, pos + i); i++)
-			;
+		for (i = 0; i < n && pos + i < r->off + r->len; i++)
+			if (got[i] != pattern_byte(r->opno, pos + i))
+				break;
 		if (i == n || pos + i == r->off + r->len) {
-			fprintf(stderr, "  the file holds what op %lu wrote there (0x%" PRIx64 " bytes at 0x%"
-				PRIx64 "): a later write or truncate was lost\n", r->opno, r->len, r->off);
+			fprintf(stderr, "  the file holds what op %lu wrote there (0x%" PRIx64
+				" bytes at 0x%" PRIx64 "): a later write or truncate was lost\n",
+				r->opno, r->len, r->off);
 			return;
 		}
 	}
@@ -240,8 +242,9 @@ static _Noreturn void report_mismatch(const char *how, uint64_t off, const unsig
 			last = i;
 		}
 	}
-	mfsx_fail_begin("%s: data differs at file offset 0x%" PRIx64 ": expected 0x%02x, got 0x%02x",
-			how, off + first, exp ? exp[first] : 0, got[first]);
+	mfsx_fail_begin("%s: data differs at file offset 0x%" PRIx64
+			": expected 0x%02x, got 0x%02x", how, off + first, exp ? exp[first] : 0,
+			got[first]);
 	fprintf(stderr, "  %" PRIu64 " of 0x%" PRIx64 " bytes compared from 0x%" PRIx64
 		" differ, the last at 0x%" PRIx64 "; model file size 0x%" PRIx64 "\n",
 		ndiff, len, off, off + last, F.size);
@@ -401,7 +404,8 @@ static void check_range(const char *how, uint64_t off, uint64_t len)
 		got = do_read(F.rbuf, n, off, IO_POS);
 		if (got != want)
 			mfsx_fail("%s: reading back 0x%" PRIx64 " bytes at 0x%" PRIx64
-				  " returned 0x%" PRIx64 ", expected 0x%" PRIx64, how, n, off, got, want);
+				  " returned 0x%" PRIx64 ", expected 0x%" PRIx64,
+				  how, n, off, got, want);
 		check_bytes(how, off, F.rbuf, model_at(off), got);
 		off += n;
 		len -= n;
@@ -449,13 +453,21 @@ static uint64_t pick_size(void)
 
 /* ---- the operations ---- */
 
-/* The data an op writes: its pattern, into the model first, then maybe damaged (-Z). */
+/*
+ * The data an op writes: its pattern, into the model first; then for -Z,
+ * the first write at or after that op number gets one byte wrong, to show
+ * what a report looks like.
+ */
 static void make_data(uint64_t off, uint64_t len)
 {
+	static bool injected;
+
 	fill_pattern(mfsx_opno, off, F.data, len);
 	model_write(off, F.data, len);
-	if (mfsx_opno == mfsx_opt.inject_op)
+	if (mfsx_opt.inject_op && !injected && mfsx_opno >= mfsx_opt.inject_op) {
 		F.data[len / 2] ^= 0x5a;
+		injected = true;
+	}
 }
 
 static void op_write(void)
@@ -551,7 +563,8 @@ static unsigned char *map_file(uint64_t pg, uint64_t len, int prot)
 	void *p = mmap(NULL, len, prot, MAP_SHARED, F.fd, (off_t)pg);
 
 	if (p == MAP_FAILED)
-		mfsx_fail("mmap 0x%" PRIx64 " bytes at 0x%" PRIx64 ": %s", len, pg, strerror(errno));
+		mfsx_fail("mmap 0x%" PRIx64 " bytes at 0x%" PRIx64 ": %s", len, pg,
+			  strerror(errno));
 	return p;
 }
 
@@ -638,7 +651,8 @@ static void open_file(int flags)
 
 static void op_reopen(enum fop kind, const char *why)
 {
-	int flags = O_RDWR | (kind == FOP_APPEND ? O_APPEND : 0) | (kind == FOP_OTRUNC ? O_TRUNC : 0);
+	int flags = O_RDWR | (kind == FOP_APPEND ? O_APPEND : 0) |
+		    (kind == FOP_OTRUNC ? O_TRUNC : 0);
 
 	mfsx_log("close, reopen%s%s%s", kind == FOP_APPEND ? " O_APPEND" : "",
 		 kind == FOP_OTRUNC ? " O_TRUNC" : "", why);
@@ -720,7 +734,8 @@ static void compare_all(const char *how)
 	}
 	got = pread(F.fd, &byte, 1, (off_t)F.size);
 	if (got != 0)
-		mfsx_fail("%s: a read at EOF 0x%" PRIx64 " returned %zd, expected 0", how, F.size, got);
+		mfsx_fail("%s: a read at EOF 0x%" PRIx64 " returned %zd, expected 0", how,
+			  F.size, got);
 }
 
 /* ---- setting up and finishing ---- */

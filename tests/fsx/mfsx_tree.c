@@ -291,14 +291,14 @@ static void record_new(struct tnode *n, const char *path)
 	struct stat st;
 
 	if (lstat(path, &st) != 0)
-		mfsx_fail("lstat(%s) after creating it: %s", path, tree_errname(errno));
+		mfsx_fail("lstat(%s) after creating it: %s", tree_show(path), tree_errname(errno));
 	n->ino = st.st_ino;
 	tree_check_entry(path, n, false);
 }
 
 static void log_op(const char *op, const struct target *t, int want)
 {
-	mfsx_log("%s \"%s\" (expect %s)", op, t->path, tree_errname(want));
+	mfsx_log("%s \"%s\" (expect %s)", op, tree_show(t->path), tree_errname(want));
 }
 
 static void check_gone(const char *path)
@@ -306,7 +306,7 @@ static void check_gone(const char *path)
 	struct stat st;
 
 	if (lstat(path, &st) == 0 || errno != ENOENT)
-		mfsx_fail("%s: still there after the call (lstat: %s)", path,
+		mfsx_fail("%s: still there after the call (lstat: %s)", tree_show(path),
 			  tree_errname(errno));
 }
 
@@ -339,7 +339,7 @@ static void op_mkdir(void)
 	pick_create_target(&t);
 	want = t.node ? EEXIST : 0;
 	if (want == 0 && depth(t.dir) + 1 > TREE_MAX_DEPTH) {
-		mfsx_log("mkdir \"%s\" skipped: deep enough", t.path);
+		mfsx_log("mkdir \"%s\" skipped: deep enough", tree_show(t.path));
 		return;
 	}
 	log_op("mkdir", &t, want);
@@ -373,7 +373,8 @@ static size_t make_target(char *buf, size_t cap)
 {
 	static const char chars[] = "abcxyz0189._-/";
 	uint64_t r = mfsx_below(20);
-	size_t len = r < 14 ? 1 + mfsx_below(40) : r < 19 ? 41 + mfsx_below(260) : 301 + mfsx_below(700);
+	size_t len = r < 14 ? 1 + mfsx_below(40) :
+		     r < 19 ? 41 + mfsx_below(260) : 301 + mfsx_below(700);
 
 	len = len < cap ? len : cap - 1;
 	for (size_t i = 0; i < len; i++)
@@ -392,7 +393,8 @@ static void op_symlink(void)
 	pick_create_target(&t);
 	len = make_target(target, sizeof(target));
 	want = t.node ? EEXIST : 0;
-	mfsx_log("symlink \"%s\" -> %zu bytes \"%.40s%s\" (expect %s)", t.path, len, target,
+	mfsx_log("symlink \"%s\" -> %zu bytes \"%.40s%s\" (expect %s)", tree_show(t.path),
+		 len, target,
 		 len > 40 ? "..." : "", tree_errname(want));
 	expect("symlink", symlink(target, t.path), want);
 	if (want)
@@ -414,7 +416,8 @@ static void op_link(void)
 	pick_create_target(&to);
 	/* linkat looks up the source, then the new name, then refuses directories. */
 	want = !from.node ? ENOENT : to.node ? EEXIST : from.node->type == S_IFDIR ? EPERM : 0;
-	mfsx_log("link \"%s\" -> new name \"%s\" (expect %s)", from.path, to.path,
+	mfsx_log("link \"%s\" -> new name \"%s\" (expect %s)", tree_show(from.path),
+		 tree_show(to.path),
 		 tree_errname(want));
 	expect("link", link(from.path, to.path), want);
 	if (want)
@@ -588,10 +591,12 @@ static void do_rename(unsigned flags)
 	pick_rename_dest(&s, &d);
 	want = rename_errno(&s, &d, flags);
 	if (want == 0 && too_deep(&s, &d, flags)) {
-		mfsx_log("rename \"%s\" -> \"%s\" skipped: too deep", s.path, d.path);
+		mfsx_log("rename \"%s\" -> \"%s\" skipped: too deep", tree_show(s.path),
+			 tree_show(d.path));
 		return;
 	}
-	mfsx_log("rename%s \"%s\" -> \"%s\" (expect %s)", flags_name(flags), s.path, d.path,
+	mfsx_log("rename%s \"%s\" -> \"%s\" (expect %s)", flags_name(flags),
+		 tree_show(s.path), tree_show(d.path),
 		 tree_errname(want));
 	if (flags == 0 && mfsx_below(2))
 		rc = rename(s.path, d.path);
@@ -630,7 +635,8 @@ static void op_readlink(void)
 	if (want)
 		return;
 	if ((size_t)n != t.node->size || memcmp(buf, t.node->data, t.node->size) != 0)
-		mfsx_fail("readlink(%s): %zd bytes \"%.*s\", expected %zu bytes \"%s\"", t.path, n,
+		mfsx_fail("readlink(%s): %zd bytes \"%.*s\", expected %zu bytes \"%s\"",
+			  tree_show(t.path), n,
 			  (int)n, buf, t.node->size, (char *)t.node->data);
 }
 
@@ -639,7 +645,8 @@ static bool follows(const struct target *t, const char *op)
 {
 	if (!t->node || (t->node->type != S_IFLNK && t->node->type != S_IFIFO))
 		return false;
-	mfsx_log("%s \"%s\" skipped: would follow a symlink or block on a fifo", op, t->path);
+	mfsx_log("%s \"%s\" skipped: would follow a symlink or block on a fifo", op,
+		 tree_show(t->path));
 	return true;
 }
 
@@ -652,11 +659,12 @@ static void op_truncate(void)
 	pick_target(&t);
 	size = mfsx_below(4) ? mfsx_below(16385) : mfsx_below(65537);
 	if (t.node && t.node->type == S_IFLNK) {
-		mfsx_log("truncate \"%s\" skipped: would follow a symlink", t.path);
+		mfsx_log("truncate \"%s\" skipped: would follow a symlink", tree_show(t.path));
 		return;
 	}
-	want = !t.node ? ENOENT : t.node->type == S_IFDIR ? EISDIR : t.node->type == S_IFIFO ? EINVAL : 0;
-	mfsx_log("truncate \"%s\" to %llu (expect %s)", t.path, (unsigned long long)size,
+	want = !t.node ? ENOENT : t.node->type == S_IFDIR ? EISDIR :
+	       t.node->type == S_IFIFO ? EINVAL : 0;
+	mfsx_log("truncate \"%s\" to %llu (expect %s)", tree_show(t.path), (unsigned long long)size,
 		 tree_errname(want));
 	expect("truncate", truncate(t.path, (off_t)size), want);
 	if (want)
@@ -700,7 +708,7 @@ static void op_write(void)
 	r = mfsx_below(8);
 	flags = O_WRONLY | (r == 0 ? O_TRUNC : 0) | (r == 1 ? O_APPEND : 0);
 	want = !t.node ? ENOENT : t.node->type == S_IFDIR ? EISDIR : 0;
-	mfsx_log("write \"%s\" %zu bytes at %s%llu%s (expect %s)", t.path, len,
+	mfsx_log("write \"%s\" %zu bytes at %s%llu%s (expect %s)", tree_show(t.path), len,
 		 r == 1 ? "EOF, not " : "", (unsigned long long)off, r == 0 ? " after O_TRUNC" : "",
 		 tree_errname(want));
 	fd = open(t.path, flags);
@@ -741,13 +749,14 @@ static void op_badname(void)
 	pick_target(&t);
 	if (r == 0 && t.node && t.node->type == S_IFREG) {
 		snprintf(path, sizeof(path), "%s/x", t.path);
-		mfsx_log("create \"%s\" under a file (expect ENOTDIR)", path);
+		mfsx_log("create \"%s\" under a file (expect ENOTDIR)", tree_show(path));
 		expect("open(O_CREAT) under a file", open(path, O_CREAT | O_WRONLY, 0644), ENOTDIR);
 		return;
 	}
-	tree_path(t.dir, too_long, path, sizeof(path));
+	tree_path(t.dir, NULL, path, sizeof(path));
 	mfsx_log("%s a 256-byte name in \"%s\" (expect ENAMETOOLONG)",
-		 r == 1 ? "mkdir" : r == 2 ? "lstat" : "create", t.dir == tree.top ? "." : t.path);
+		 r == 1 ? "mkdir" : r == 2 ? "lstat" : "create", tree_show(path));
+	tree_path(t.dir, too_long, path, sizeof(path));
 	if (r == 1)
 		expect("mkdir (256-byte name)", mkdir(path, 0755), ENAMETOOLONG);
 	else if (r == 2)

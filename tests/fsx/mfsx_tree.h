@@ -60,6 +60,13 @@ void tree_walk(const char *why);
 /* The model as a listing on stderr, for a failure report. */
 void tree_dump(void);
 
+/*
+ * path for a message: components over 32 bytes shortened to their first 8
+ * and their length.  Returns one of a few static buffers in turn, so up to
+ * four can appear in one printf.
+ */
+const char *tree_show(const char *path);
+
 /* The name of an errno value, or "success" for 0. */
 const char *tree_errname(int e);
 

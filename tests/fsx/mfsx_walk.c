@@ -30,6 +30,29 @@ const char *tree_errname(int e)
 	return s ? s : "unknown errno";
 }
 
+const char *tree_show(const char *path)
+{
+	static char bufs[4][PATH_MAX];
+	static unsigned next;
+	char *out = bufs[next++ % 4];
+	size_t at = 0;
+
+	while (*path && at < PATH_MAX - 64) {
+		size_t n = strcspn(path, "/");
+
+		if (n > 32)
+			at += (size_t)snprintf(out + at, PATH_MAX - at, "%.8s...[%zu bytes]",
+					       path, n);
+		else
+			at += (size_t)snprintf(out + at, PATH_MAX - at, "%.*s", (int)n, path);
+		path += n;
+		if (*path == '/')
+			out[at++] = *path++;
+	}
+	out[at] = '\0';
+	return out;
+}
+
 /* Appends "/" (unless at the start) and part at *at; paths never outgrow PATH_MAX here. */
 static void append_part(char *buf, size_t len, size_t *at, const char *part)
 {
@@ -71,9 +94,10 @@ static const char *type_name(mode_t type)
 	}
 }
 
-static _Noreturn void walk_fail(const char *path, const char *fmt, const char *want, const char *got)
+static _Noreturn void walk_fail(const char *path, const char *fmt, const char *want,
+				const char *got)
 {
-	mfsx_fail_begin("%s: %s: expected %s, got %s", path, fmt, want, got);
+	mfsx_fail_begin("%s: %s: expected %s, got %s", tree_show(path), fmt, want, got);
 	tree_dump();
 	mfsx_fail_end();
 }
@@ -193,7 +217,8 @@ static struct real_ent *read_dir(const char *path, size_t *count)
 
 static unsigned char dtype_of(mode_t type)
 {
-	return type == S_IFDIR ? DT_DIR : type == S_IFLNK ? DT_LNK : type == S_IFIFO ? DT_FIFO : DT_REG;
+	return type == S_IFDIR ? DT_DIR : type == S_IFLNK ? DT_LNK :
+	       type == S_IFIFO ? DT_FIFO : DT_REG;
 }
 
 /* The sorted names of both sides must be the same list. */
@@ -208,7 +233,8 @@ static void compare_names(const char *path, const struct tent *m, size_t nm,
 		if (c > 0)
 			walk_fail(path, "readdir shows an extra entry", "nothing", r[i].name);
 		if (r[i].d_type != DT_UNKNOWN && r[i].d_type != dtype_of(m[i].node->type))
-			check_num(r[i].name, "readdir d_type", dtype_of(m[i].node->type), r[i].d_type);
+			check_num(r[i].name, "readdir d_type", dtype_of(m[i].node->type),
+				  r[i].d_type);
 	}
 }
 
@@ -240,7 +266,8 @@ static void walk_dir(const struct tnode *dir)
 
 static int cmp_ino(const void *a, const void *b)
 {
-	ino_t x = (*(const struct tnode *const *)a)->ino, y = (*(const struct tnode *const *)b)->ino;
+	ino_t x = (*(const struct tnode *const *)a)->ino;
+	ino_t y = (*(const struct tnode *const *)b)->ino;
 
 	return x < y ? -1 : x > y;
 }
@@ -282,9 +309,11 @@ static void dump_dir(const struct tnode *dir, unsigned *lines)
 		const struct tnode *n = dir->ents[i].node;
 
 		tree_path(dir, dir->ents[i].name, path, sizeof(path));
-		fprintf(stderr, "  %-9s nlink %u ino %-8llu size %-6zu %s%s%.60s\n", type_name(n->type),
-			n->nlink, (unsigned long long)n->ino, n->size, path,
-			n->type == S_IFLNK ? " -> " : "", n->type == S_IFLNK ? (char *)n->data : "");
+		fprintf(stderr, "  %-9s nlink %u ino %-8llu size %-6zu %s%s%.60s\n",
+			type_name(n->type),
+			n->nlink, (unsigned long long)n->ino, n->size, tree_show(path),
+			n->type == S_IFLNK ? " -> " : "",
+			n->type == S_IFLNK ? (char *)n->data : "");
 		if (n->type == S_IFDIR)
 			dump_dir(n, lines);
 	}
