@@ -145,12 +145,12 @@ static void check_contents(const char *path, const struct tnode *n)
 	for (i = 0; i < n->size && buf[i] == n->data[i]; i++)
 		;
 	if (i < n->size) {
-		char w[16], g[16];
+		char what[64], w[16], g[16];
 
+		snprintf(what, sizeof(what), "the byte at offset %zu of %zu", i, n->size);
 		snprintf(w, sizeof(w), "0x%02x", n->data[i]);
 		snprintf(g, sizeof(g), "0x%02x", buf[i]);
-		fprintf(stderr, "mfsx: (the byte at offset %zu of %zu)\n", i, n->size);
-		walk_fail(path, "file contents", w, g);
+		walk_fail(path, what, w, g);
 	}
 	free(buf);
 }
