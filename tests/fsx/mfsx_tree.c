@@ -676,21 +676,26 @@ static void op_truncate(void)
 	tree_check_entry(t.path, t.node, true);
 }
 
-/* Writes len pattern bytes through fd and into the model's inode. */
+/* Writes len pattern bytes through fd and into the model's inode; -Z damages one. */
 static void write_data(int fd, struct tnode *n, uint64_t off, size_t len, bool append)
 {
+	static bool injected;
 	unsigned char buf[4096];
 	ssize_t got;
 
 	for (size_t i = 0; i < len; i++)
 		buf[i] = (unsigned char)(mfsx_mix((uint64_t)mfsx_opno << 20 | i) >> 8);
-	got = append ? write(fd, buf, len) : pwrite(fd, buf, len, (off_t)off);
-	if (got != (ssize_t)len)
-		mfsx_fail("write of %zu bytes: %s", len, got < 0 ? strerror(errno) : "short write");
 	off = append ? n->size : off;
 	node_reserve(n, off + len);
 	memcpy(n->data + off, buf, len);
 	n->size = off + len > n->size ? off + len : n->size;
+	if (mfsx_opt.inject_op && !injected && mfsx_opno >= mfsx_opt.inject_op) {
+		buf[len / 2] ^= 0x5a;
+		injected = true;
+	}
+	got = append ? write(fd, buf, len) : pwrite(fd, buf, len, (off_t)off);
+	if (got != (ssize_t)len)
+		mfsx_fail("write of %zu bytes: %s", len, got < 0 ? strerror(errno) : "short write");
 }
 
 static void op_write(void)
@@ -715,7 +720,7 @@ static void op_write(void)
 	expect("open(O_WRONLY)", fd, want);
 	if (want)
 		return;
-	if (r == 0) {
+	if (r == 0 && t.node->size > 0) {
 		memset(t.node->data, 0, t.node->size);
 		t.node->size = 0;
 	}

@@ -210,7 +210,8 @@ static struct real_ent *read_dir(const char *path, size_t *count)
 	if (errno != 0)
 		walk_fail(path, "readdir", "success", tree_errname(errno));
 	closedir(d);
-	qsort(v, n, sizeof(*v), cmp_real);
+	if (n > 0)
+		qsort(v, n, sizeof(*v), cmp_real);
 	*count = n;
 	return v;
 }
@@ -248,8 +249,10 @@ static void walk_dir(const struct tnode *dir)
 	if (!m)
 		mfsx_fail("out of memory");
 	tree_path(dir, NULL, path, sizeof(path));
-	memcpy(m, dir->ents, dir->nents * sizeof(*m));
-	qsort(m, dir->nents, sizeof(*m), cmp_tent);
+	if (dir->nents > 0) {
+		memcpy(m, dir->ents, dir->nents * sizeof(*m));
+		qsort(m, dir->nents, sizeof(*m), cmp_tent);
+	}
 	r = read_dir(path, &nr);
 	compare_names(path, m, dir->nents, r, nr);
 	for (size_t i = 0; i < dir->nents; i++) {
