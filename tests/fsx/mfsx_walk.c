@@ -145,9 +145,11 @@ static void check_contents(const char *path, const struct tnode *n)
 	for (i = 0; i < n->size && buf[i] == n->data[i]; i++)
 		;
 	if (i < n->size) {
-		char what[64], w[16], g[16];
+		char what[128], w[16], g[16];
 
-		snprintf(what, sizeof(what), "the byte at offset %zu of %zu", i, n->size);
+		/* Hard links show in the listing under the same ino. */
+		snprintf(what, sizeof(what), "the byte at offset %zu of %zu (ino %llu, %u names)",
+			 i, n->size, (unsigned long long)n->ino, n->nlink);
 		snprintf(w, sizeof(w), "0x%02x", n->data[i]);
 		snprintf(g, sizeof(g), "0x%02x", buf[i]);
 		walk_fail(path, what, w, g);
