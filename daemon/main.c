@@ -216,6 +216,7 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	char opts[sizeof(a->kopts) + PATH_MAX + 32];
 	char *argv[6];
 	int argc = 0;
+	struct fuse_session *se;
 	struct fuse_args fa;
 
 	snprintf(opts, sizeof(opts), "fsname=%s%s%s%s", a->fsname,
@@ -227,7 +228,10 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 		argv[argc++] = (char *)"-d";
 	argv[argc] = NULL;
 	fa = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
-	return fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
+	se = fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
+	/* Parsing may have copied the arguments; the session keeps none. */
+	fuse_opt_free_args(&fa);
+	return se;
 }
 
 static int serve(struct fuse_session *se)

@@ -110,10 +110,14 @@ int mfs_create(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 {
 	struct newinode ni = { .mode = S_IFREG | (mode & 07777) };
 	struct mfs_node *n;
-	int err = mfs_create_node(fs, cr, dir, name, &ni, st, gen, &n);
+	int err;
 
+again:
+	err = mfs_create_node(fs, cr, dir, name, &ni, st, gen, &n);
 	if (err == -EEXIST && !(flags & O_EXCL)) {
 		err = mfs_lookup(fs, cr, dir, name, st, gen);
+		if (err == -ENOENT)
+			goto again;     /* unlinked since: create it after all */
 		if (err)
 			return err;
 		err = mfs_open(fs, cr, st->st_ino, flags, out);

@@ -127,8 +127,8 @@ static int inode_check(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *
 static int inode_read(struct mfs_fs *fs, uint32_t ino, struct mfs_inode *in,
 		      bool unlinked)
 {
-	uint64_t blk;
-	uint32_t off;
+	uint64_t blk = 0;
+	uint32_t off = 0;
 	struct pc_page *pg;
 	int err = inode_place(fs, ino, &blk, &off);
 
@@ -157,8 +157,8 @@ static int inode_read(struct mfs_fs *fs, uint32_t ino, struct mfs_inode *in,
 int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data)
 {
 	struct mfs_fs *fs = n->fs;
-	uint64_t blk;
-	uint32_t off;
+	uint64_t blk = 0;
+	uint32_t off = 0;
 	struct pc_page *pg;
 	int err = inode_place(fs, n->ino, &blk, &off);
 

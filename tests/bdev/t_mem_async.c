@@ -42,11 +42,12 @@ static unsigned int prepare(struct order *o, unsigned char *buf, unsigned int fi
 {
 	unsigned int k = 0;
 
+	t_assert(n < sizeof(o->reqs) / sizeof(o->reqs[0]), "%u requests", n);
 	atomic_store(&o->n, 0);
-	for (unsigned int i = 0; i < n; i++, k++) {
-		if (k == flush_at)
+	for (unsigned int i = 0; i < n; i++) {
+		if (i == flush_at)
 			bdev_req_init(&o->reqs[k++], BDEV_OP_FLUSH, 0, NULL, 0);
-		bdev_req_init(&o->reqs[k], BDEV_OP_WRITE, (uint64_t)(first + i) * BS,
+		bdev_req_init(&o->reqs[k++], BDEV_OP_WRITE, (uint64_t)(first + i) * BS,
 			      buf + (size_t)i * BS, BS);
 	}
 	for (unsigned int i = 0; i < k; i++) {
