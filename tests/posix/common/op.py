@@ -221,6 +221,11 @@ def op_syncfs(a):
     with_fd(a[0], os.O_RDONLY, lambda fd: check(libc.syncfs(fd)))
 
 
+def op_listdir(a):
+    # listdir DIR: how many entries (without . and ..)
+    return str(len(os.listdir(a[0])))
+
+
 def op_mkfiles(a):
     # mkfiles DIR COUNT [PREFIX]: COUNT empty files; on an error, its
     # name and how many were made before it
