@@ -55,6 +55,8 @@ class Timespec(ctypes.Structure):
 
 
 def timespec(spec):
+    # now, omit, or SEC[.NSEC]: tv_sec SEC and tv_nsec NSEC (so -1.5 is
+    # half a second before the epoch, tv_sec -1 and tv_nsec 500000000)
     if spec == "now":
         return Timespec(0, UTIME_NOW)
     if spec == "omit":
@@ -200,7 +202,7 @@ def op_fallocate(a):
             mode |= FALLOC_FLAGS[f]
     def fa(fd):
         check(libc.fallocate(fd, mode, ctypes.c_long(int(a[2])), ctypes.c_long(int(a[3]))))
-    with_fd(a[0], os.O_RDWR, fa)
+    with_fd(a[0], os.O_RDWR | os.O_CREAT, fa)
 
 
 def op_seek(a):
