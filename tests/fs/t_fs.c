@@ -303,7 +303,7 @@ void tf_write(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len, unsigne
 	for (size_t i = 0; i < len; i++)
 		buf[i] = tf_pattern(off + i, seed);
 	t_ok(mfs_open(fs, &tf_root, ino, O_RDWR, &f));
-	t_eq(mfs_write(fs, &tf_root, f, buf, len, off), (ssize_t)len);
+	t_eq(mfs_write(fs, &tf_root, f, buf, len, off, 0), (ssize_t)len);
 	t_ok(mfs_release(fs, f));
 	free(buf);
 }

@@ -259,7 +259,7 @@ static void attrs(struct mfs_fs *fs, struct bdev *bd)
 	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06777 };
 	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
 	t_ok(mfs_open(fs, &tf_other, f, O_WRONLY, &o));
-	t_eq(mfs_write(fs, &tf_other, o, "x", 1, 0), 1);
+	t_eq(mfs_write(fs, &tf_other, o, "x", 1, 0, 0), 1);
 	t_ok(mfs_release(fs, o));
 	t_ok(mfs_getattr(fs, f, &st));
 	t_eq(st.st_mode & 07777, 0777);
@@ -271,6 +271,62 @@ static void attrs(struct mfs_fs *fs, struct bdev *bd)
 	t_eq(st.st_atim.tv_sec, 1111111111);
 	tf_unmount_check(fs, bd);
 	printf("ok: attributes (%u)\n", bs);
+}
+
+/* Bytes [@off, @off + @len) of @ino all read @c. */
+static void expect_bytes(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len,
+			 char c)
+{
+	char *buf = malloc(len);
+	struct mfs_file *o;
+
+	t_assert(buf, "no memory");
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &o));
+	t_eq(mfs_read(fs, o, buf, len, off), (ssize_t)len);
+	for (size_t i = 0; i < len; i++)
+		t_assert(buf[i] == c, "byte %" PRIu64 ": %d, expected %d",
+			 off + i, buf[i], c);
+	t_ok(mfs_release(fs, o));
+	free(buf);
+}
+
+/*
+ * A file opened O_APPEND appends whatever offset a write names, but the
+ * dirty pages of a shared mapping, which the kernel may send back through
+ * that very file after an ftruncate down, belong at their own offset
+ * (MFS_WRITE_AT): appended, they grew the file by what was written.
+ */
+static void appends(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "log", 0644), cut = 2 * (uint64_t)bs + 300;
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE | MFS_SET_BY_FILE, .size = cut };
+	char *page = malloc(bs);
+	struct mfs_file *o;
+	struct stat st;
+
+	t_assert(page, "no memory");
+	memset(page, 'm', bs);
+	tf_write(fs, f, 0, 3 * bs, 7);
+	t_ok(mfs_open(fs, &tf_root, f, O_WRONLY | O_APPEND, &o));
+	t_eq(mfs_write(fs, &tf_root, o, "tail", 4, 0, 0), 4);
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, 3 * bs + 4);
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(mfs_write(fs, &tf_root, o, page, bs, bs, MFS_WRITE_AT), (ssize_t)bs);
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, cut);
+	t_eq(mfs_write(fs, &tf_root, o, "end", 3, 0, 0), 3);
+	t_ok(mfs_release(fs, o));
+	fs = remount(fs, bd);
+	f = tf_ino(fs, "log");
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, cut + 3);
+	tf_verify(fs, f, 0, bs, 7);
+	expect_bytes(fs, f, bs, bs, 'm');
+	tf_verify(fs, f, 2 * (uint64_t)bs, 300, 7);
+	free(page);
+	tf_unmount_check(fs, bd);
+	printf("ok: O_APPEND and pages written back (%u)\n", bs);
 }
 
 /* A full filesystem: -ENOSPC with nothing half done, and room again
@@ -286,7 +342,7 @@ static void full(struct mfs_fs *fs, struct bdev *bd)
 	ssize_t n;
 
 	t_ok(mfs_open(fs, &tf_root, f, O_WRONLY, &o));
-	while ((n = mfs_write(fs, &tf_root, o, buf, chunk, off)) > 0)
+	while ((n = mfs_write(fs, &tf_root, o, buf, chunk, off, 0)) > 0)
 		off += (uint64_t)n;
 	t_eq(n, -ENOSPC);
 	t_ok(mfs_release(fs, o));
@@ -431,6 +487,7 @@ int main(void)
 		each(truncate_, 64u << 20);
 		each(links, 16u << 20);
 		each(attrs, 16u << 20);
+		each(appends, 16u << 20);
 		each(full, 8u << 20);
 		each(orphans, 16u << 20);
 		each(rename_, 16u << 20);

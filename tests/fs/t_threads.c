@@ -49,7 +49,7 @@ static void one_op(unsigned *seed, int t)
 			uint64_t off = (uint64_t)(rand_r(seed) % 40000);
 
 			memset(buf, t, sizeof(buf));
-			err = (int)mfs_write(fs, &tf_root, f, buf, sizeof(buf), off);
+			err = (int)mfs_write(fs, &tf_root, f, buf, sizeof(buf), off, 0);
 			t_assert(err == (int)sizeof(buf) || err == -ENOSPC, "write %d", err);
 			t_assert(mfs_read(fs, f, buf, sizeof(buf), off / 2) >= 0, "read");
 			if (rand_r(seed) % 4 == 0)
