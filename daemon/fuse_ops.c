@@ -397,7 +397,8 @@ struct dirbuf {
 };
 
 static int fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
-		unsigned int type, uint64_t next, const struct stat *st)
+		unsigned int type, uint64_t next, const struct stat *st,
+		uint64_t gen)
 {
 	struct dirbuf *b = ctx;
 	char cname[MFS_NAME_LEN + 1];
@@ -406,9 +407,13 @@ static int fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
 
 	memcpy(cname, name, namelen);
 	cname[namelen] = 0;
+	/* The generation must be the one lookups give: the kernel takes an
+	 * inode it knows with another one for a reused number, marks it bad
+	 * (its open files then fail with EIO) and drops its dentries. */
 	if (st) {
 		e.attr = *st;
 		e.ino = to_fuse(ino);
+		e.generation = gen;
 		e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
 	}
 	e.attr.st_ino = to_fuse(ino);

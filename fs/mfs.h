@@ -382,12 +382,14 @@ int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
  * Report the entries from position @off (0: the start; else a @next of an
  * entry reported before) to @fill until it returns non-zero (that entry
  * is then not reported).  Positions stay valid while entries come and go:
- * each entry present throughout is reported once.  With @plus, @st is
- * filled and each reported entry but "." and ".." counts as a lookup.
+ * each entry present throughout is reported once.  With @plus, @st and
+ * @gen (the inode's generation) are what mfs_lookup would give, and each
+ * reported entry but "." and ".." counts as a lookup; otherwise @st is
+ * NULL and @gen 0.
  */
 typedef int (*mfs_filldir_t)(void *ctx, const char *name, size_t namelen,
 			     uint64_t ino, unsigned int type, uint64_t next,
-			     const struct stat *st);
+			     const struct stat *st, uint64_t gen);
 int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 		mfs_filldir_t fill, void *ctx);
 int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d);

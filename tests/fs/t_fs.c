@@ -332,11 +332,11 @@ struct names {
 };
 
 static int collect(void *ctx, const char *name, size_t len, uint64_t ino,
-		   unsigned type, uint64_t next, const struct stat *st)
+		   unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
 {
 	struct names *nm = ctx;
 
-	(void)ino; (void)type; (void)next; (void)st;
+	(void)ino; (void)type; (void)next; (void)st; (void)gen;
 	t_assert(nm->n < 4096, "too many names");
 	nm->v[nm->n] = strndup(name, len);
 	nm->n++;

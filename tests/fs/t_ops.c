@@ -329,6 +329,68 @@ static void appends(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: O_APPEND and pages written back (%u)\n", bs);
 }
 
+/* What readdir with plus said of each entry but "." and "..". */
+struct plus {
+	char name[8][16];
+	uint64_t ino[8], gen[8];
+	mode_t mode[8];
+	unsigned n;
+};
+
+static int fill_plus(void *ctx, const char *name, size_t len, uint64_t ino,
+		     unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
+{
+	struct plus *p = ctx;
+
+	(void)type;
+	(void)next;
+	if (!st)
+		return 0;
+	t_assert(p->n < 8 && len < 16, "unexpected entry %.*s", (int)len, name);
+	snprintf(p->name[p->n], 16, "%.*s", (int)len, name);
+	p->ino[p->n] = ino;
+	p->gen[p->n] = gen;
+	p->mode[p->n++] = st->st_mode;
+	return 0;
+}
+
+/*
+ * readdir with plus hands out inodes as lookups do, so it must name them
+ * as lookups do, generation included: FUSE's kernel side takes an inode
+ * it knows that comes back with another generation for a reused number,
+ * marks it bad (its open files then fail with EIO) and drops its dentries.
+ */
+static void readdir_plus(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t d = mkdir_(fs, MFS_ROOT_INO, "d"), gen[3];
+	const char *names[3] = { "f", "sub", "l" };
+	struct plus p = { 0 };
+	struct mfs_dir *dh;
+	struct stat st;
+
+	t_ok(mfs_mknod(fs, &tf_root, d, "f", S_IFREG | 0644, 0, &st, &gen[0]));
+	t_ok(mfs_mkdir(fs, &tf_root, d, "sub", 0755, &st, &gen[1]));
+	t_ok(mfs_symlink(fs, &tf_root, d, "l", "f", &st, &gen[2]));
+	t_ok(mfs_opendir(fs, &tf_root, d, &dh));
+	t_ok(mfs_readdir(fs, dh, 0, true, fill_plus, &p));
+	t_ok(mfs_releasedir(fs, dh));
+	t_eq(p.n, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t g = 0;
+
+		t_ok(mfs_lookup(fs, &tf_root, d, p.name[i], &st, &g));
+		t_eq(p.ino[i], st.st_ino);
+		t_eq(p.mode[i], st.st_mode);
+		t_eq(p.gen[i], g);
+		for (unsigned k = 0; k < 3; k++)
+			if (!strcmp(p.name[i], names[k]))
+				t_eq(g, gen[k]);
+		mfs_forget(fs, st.st_ino, 3);    /* create, readdir, lookup */
+	}
+	tf_unmount_check(fs, bd);
+	printf("ok: readdir plus (%u)\n", bs);
+}
+
 /* A full filesystem: -ENOSPC with nothing half done, and room again
  * once the file is gone. */
 static void full(struct mfs_fs *fs, struct bdev *bd)
@@ -488,6 +550,7 @@ int main(void)
 		each(links, 16u << 20);
 		each(attrs, 16u << 20);
 		each(appends, 16u << 20);
+		each(readdir_plus, 16u << 20);
 		each(full, 8u << 20);
 		each(orphans, 16u << 20);
 		each(rename_, 16u << 20);

@@ -21,9 +21,10 @@ static struct mfs_fs *fs;
 static uint64_t dirs[3];
 
 static int nothing(void *ctx, const char *name, size_t len, uint64_t ino,
-		   unsigned type, uint64_t next, const struct stat *st)
+		   unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
 {
 	(void)ctx; (void)name; (void)len; (void)ino; (void)type; (void)next; (void)st;
+	(void)gen;
 	return 0;
 }
 
