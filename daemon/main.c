@@ -217,6 +217,7 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	char *argv[6];
 	int argc = 0;
 	struct fuse_args fa;
+	struct fuse_session *se;
 
 	snprintf(opts, sizeof(opts), "fsname=%s%s%s%s", a->fsname,
 		 a->kopts[0] ? "," : "", a->kopts, a->mo.read_only ? ",ro" : "");
@@ -227,7 +228,11 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 		argv[argc++] = (char *)"-d";
 	argv[argc] = NULL;
 	fa = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
-	return fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
+	se = fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
+	/* Parsing rebuilds the arguments in memory of their own; the session
+	 * keeps copies of what it needs. */
+	fuse_opt_free_args(&fa);
+	return se;
 }
 
 static int serve(struct fuse_session *se)
