@@ -8,6 +8,7 @@
 #include "fuse_ops.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,12 +308,25 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/*
+ * The kernel has placed every write: an append at its i_size under the
+ * inode lock, and the dirty pages of a shared mapping (FUSE_WRITE_CACHE,
+ * fi->writepage) at their own offset, clipped to i_size, through whichever
+ * writable file of the inode it picks, O_APPEND or not; such a write
+ * carries no file flags.  So only a write the caller's file still appends
+ * with (fi->flags are the file's flags at this write) may append here.
+ */
+static unsigned write_flags(const struct fuse_file_info *fi)
+{
+	return fi->writepage || !(fi->flags & O_APPEND) ? MFS_WRITE_AT : 0;
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
 	struct cred_buf cb;
 	ssize_t n = mfs_write(fs_of(req), cred_of(req, &cb), file_of(fi), buf, size,
-			      (uint64_t)off);
+			      (uint64_t)off, write_flags(fi));
 
 	(void)ino;
 	if (n < 0)
@@ -383,7 +397,8 @@ struct dirbuf {
 };
 
 static int fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
-		unsigned int type, uint64_t next, const struct stat *st)
+		unsigned int type, uint64_t next, const struct stat *st,
+		uint64_t gen)
 {
 	struct dirbuf *b = ctx;
 	char cname[MFS_NAME_LEN + 1];
@@ -392,9 +407,13 @@ static int fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
 
 	memcpy(cname, name, namelen);
 	cname[namelen] = 0;
+	/* The generation must be the one lookups give: the kernel takes an
+	 * inode it knows with another one for a reused number, marks it bad
+	 * (its open files then fail with EIO) and drops its dentries. */
 	if (st) {
 		e.attr = *st;
 		e.ino = to_fuse(ino);
+		e.generation = gen;
 		e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
 	}
 	e.attr.st_ino = to_fuse(ino);

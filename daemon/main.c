@@ -216,8 +216,8 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	char opts[sizeof(a->kopts) + PATH_MAX + 32];
 	char *argv[6];
 	int argc = 0;
-	struct fuse_session *se;
 	struct fuse_args fa;
+	struct fuse_session *se;
 
 	snprintf(opts, sizeof(opts), "fsname=%s%s%s%s", a->fsname,
 		 a->kopts[0] ? "," : "", a->kopts, a->mo.read_only ? ",ro" : "");
@@ -229,7 +229,8 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	argv[argc] = NULL;
 	fa = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	se = fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
-	/* Parsing may have copied the arguments; the session keeps none. */
+	/* Parsing rebuilds the arguments in memory of their own; the session
+	 * keeps copies of what it needs. */
 	fuse_opt_free_args(&fa);
 	return se;
 }

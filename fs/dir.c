@@ -409,6 +409,7 @@ static int report(struct rd *r, const struct mfs_dirent *de, uint64_t next)
 	struct mfs_fs *fs = r->dir->fs;
 	struct mfs_node *child = NULL;
 	struct stat st, *stp = NULL;
+	uint64_t gen = 0;
 	int full, err;
 
 	if (r->plus && !is_dot(de)) {
@@ -417,9 +418,10 @@ static int report(struct rd *r, const struct mfs_dirent *de, uint64_t next)
 			return err;
 		mfs_node_fill_stat(child, &st);
 		stp = &st;
+		gen = le32toh(child->raw.i_generation);
 	}
 	full = r->fill(r->ctx, de->name, de->name_len, le32toh(de->inode),
-		       de->file_type, next, stp);
+		       de->file_type, next, stp, gen);
 	if (child) {
 		if (!full)
 			mfs_iget_lookup(child);

@@ -350,7 +350,8 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 }
 
 ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
-		  struct mfs_file *f, const void *buf, size_t size, uint64_t off)
+		  struct mfs_file *f, const void *buf, size_t size, uint64_t off,
+		  unsigned int flags)
 {
 	struct mfs_node *n = f->n;
 	uint64_t max = mfs_max_file_size(fs->bs);
@@ -364,7 +365,7 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 	if (!(open_mask(f->flags) & W_OK))
 		return -EBADF;
 	pthread_rwlock_wrlock(&n->rwsem);
-	if (f->flags & O_APPEND)
+	if ((f->flags & O_APPEND) && !(flags & MFS_WRITE_AT))
 		off = node_size(n);
 	if (off >= max && size)
 		err = -EFBIG;

@@ -357,9 +357,17 @@ int mfs_create(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 /* Short only at end of file. */
 ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 		 uint64_t off);
-/* All or an error; O_APPEND files write at their end whatever @off. */
+/*
+ * All or an error.  A file opened O_APPEND writes at its end whatever @off,
+ * as write(2) does, unless @flags has MFS_WRITE_AT: dirty pages of a shared
+ * mapping go back through any writable open file of the inode, and they
+ * belong at their own offset whether that file appends or not (so does a
+ * write after fcntl(F_SETFL) took O_APPEND off).
+ */
+#define MFS_WRITE_AT 0x1u
 ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
-		  struct mfs_file *f, const void *buf, size_t size, uint64_t off);
+		  struct mfs_file *f, const void *buf, size_t size, uint64_t off,
+		  unsigned int flags);
 /* fsync(2) / fdatasync(2) of an inode (files and directories). */
 int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync);
 int mfs_release(struct mfs_fs *fs, struct mfs_file *f);
@@ -374,12 +382,14 @@ int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
  * Report the entries from position @off (0: the start; else a @next of an
  * entry reported before) to @fill until it returns non-zero (that entry
  * is then not reported).  Positions stay valid while entries come and go:
- * each entry present throughout is reported once.  With @plus, @st is
- * filled and each reported entry but "." and ".." counts as a lookup.
+ * each entry present throughout is reported once.  With @plus, @st and
+ * @gen (the inode's generation) are what mfs_lookup would give, and each
+ * reported entry but "." and ".." counts as a lookup; otherwise @st is
+ * NULL and @gen 0.
  */
 typedef int (*mfs_filldir_t)(void *ctx, const char *name, size_t namelen,
 			     uint64_t ino, unsigned int type, uint64_t next,
-			     const struct stat *st);
+			     const struct stat *st, uint64_t gen);
 int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 		mfs_filldir_t fill, void *ctx);
 int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d);

@@ -303,7 +303,7 @@ void tf_write(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len, unsigne
 	for (size_t i = 0; i < len; i++)
 		buf[i] = tf_pattern(off + i, seed);
 	t_ok(mfs_open(fs, &tf_root, ino, O_RDWR, &f));
-	t_eq(mfs_write(fs, &tf_root, f, buf, len, off), (ssize_t)len);
+	t_eq(mfs_write(fs, &tf_root, f, buf, len, off, 0), (ssize_t)len);
 	t_ok(mfs_release(fs, f));
 	free(buf);
 }
@@ -332,11 +332,11 @@ struct names {
 };
 
 static int collect(void *ctx, const char *name, size_t len, uint64_t ino,
-		   unsigned type, uint64_t next, const struct stat *st)
+		   unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
 {
 	struct names *nm = ctx;
 
-	(void)ino; (void)type; (void)next; (void)st;
+	(void)ino; (void)type; (void)next; (void)st; (void)gen;
 	t_assert(nm->n < 4096, "too many names");
 	nm->v[nm->n] = strndup(name, len);
 	nm->n++;

@@ -67,12 +67,13 @@ struct pos {
 };
 
 static int fill_pos(void *ctx, const char *name, size_t len, uint64_t ino,
-		    unsigned type, uint64_t next, const struct stat *st)
+		    unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
 {
 	struct pos *p = ctx;
 
 	(void)ino;
 	(void)type;
+	(void)gen;
 	if (p->n == p->stop)
 		return 1;
 	if (st)

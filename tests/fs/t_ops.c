@@ -259,7 +259,7 @@ static void attrs(struct mfs_fs *fs, struct bdev *bd)
 	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06777 };
 	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
 	t_ok(mfs_open(fs, &tf_other, f, O_WRONLY, &o));
-	t_eq(mfs_write(fs, &tf_other, o, "x", 1, 0), 1);
+	t_eq(mfs_write(fs, &tf_other, o, "x", 1, 0, 0), 1);
 	t_ok(mfs_release(fs, o));
 	t_ok(mfs_getattr(fs, f, &st));
 	t_eq(st.st_mode & 07777, 0777);
@@ -271,6 +271,124 @@ static void attrs(struct mfs_fs *fs, struct bdev *bd)
 	t_eq(st.st_atim.tv_sec, 1111111111);
 	tf_unmount_check(fs, bd);
 	printf("ok: attributes (%u)\n", bs);
+}
+
+/* Bytes [@off, @off + @len) of @ino all read @c. */
+static void expect_bytes(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len,
+			 char c)
+{
+	char *buf = malloc(len);
+	struct mfs_file *o;
+
+	t_assert(buf, "no memory");
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &o));
+	t_eq(mfs_read(fs, o, buf, len, off), (ssize_t)len);
+	for (size_t i = 0; i < len; i++)
+		t_assert(buf[i] == c, "byte %" PRIu64 ": %d, expected %d",
+			 off + i, buf[i], c);
+	t_ok(mfs_release(fs, o));
+	free(buf);
+}
+
+/*
+ * A file opened O_APPEND appends whatever offset a write names, but the
+ * dirty pages of a shared mapping, which the kernel may send back through
+ * that very file after an ftruncate down, belong at their own offset
+ * (MFS_WRITE_AT): appended, they grew the file by what was written.
+ */
+static void appends(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "log", 0644), cut = 2 * (uint64_t)bs + 300;
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE | MFS_SET_BY_FILE, .size = cut };
+	char *page = malloc(bs);
+	struct mfs_file *o;
+	struct stat st;
+
+	t_assert(page, "no memory");
+	memset(page, 'm', bs);
+	tf_write(fs, f, 0, 3 * bs, 7);
+	t_ok(mfs_open(fs, &tf_root, f, O_WRONLY | O_APPEND, &o));
+	t_eq(mfs_write(fs, &tf_root, o, "tail", 4, 0, 0), 4);
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, 3 * bs + 4);
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(mfs_write(fs, &tf_root, o, page, bs, bs, MFS_WRITE_AT), (ssize_t)bs);
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, cut);
+	t_eq(mfs_write(fs, &tf_root, o, "end", 3, 0, 0), 3);
+	t_ok(mfs_release(fs, o));
+	fs = remount(fs, bd);
+	f = tf_ino(fs, "log");
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_size, cut + 3);
+	tf_verify(fs, f, 0, bs, 7);
+	expect_bytes(fs, f, bs, bs, 'm');
+	tf_verify(fs, f, 2 * (uint64_t)bs, 300, 7);
+	free(page);
+	tf_unmount_check(fs, bd);
+	printf("ok: O_APPEND and pages written back (%u)\n", bs);
+}
+
+/* What readdir with plus said of each entry but "." and "..". */
+struct plus {
+	char name[8][16];
+	uint64_t ino[8], gen[8];
+	mode_t mode[8];
+	unsigned n;
+};
+
+static int fill_plus(void *ctx, const char *name, size_t len, uint64_t ino,
+		     unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
+{
+	struct plus *p = ctx;
+
+	(void)type;
+	(void)next;
+	if (!st)
+		return 0;
+	t_assert(p->n < 8 && len < 16, "unexpected entry %.*s", (int)len, name);
+	snprintf(p->name[p->n], 16, "%.*s", (int)len, name);
+	p->ino[p->n] = ino;
+	p->gen[p->n] = gen;
+	p->mode[p->n++] = st->st_mode;
+	return 0;
+}
+
+/*
+ * readdir with plus hands out inodes as lookups do, so it must name them
+ * as lookups do, generation included: FUSE's kernel side takes an inode
+ * it knows that comes back with another generation for a reused number,
+ * marks it bad (its open files then fail with EIO) and drops its dentries.
+ */
+static void readdir_plus(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t d = mkdir_(fs, MFS_ROOT_INO, "d"), gen[3];
+	const char *names[3] = { "f", "sub", "l" };
+	struct plus p = { 0 };
+	struct mfs_dir *dh;
+	struct stat st;
+
+	t_ok(mfs_mknod(fs, &tf_root, d, "f", S_IFREG | 0644, 0, &st, &gen[0]));
+	t_ok(mfs_mkdir(fs, &tf_root, d, "sub", 0755, &st, &gen[1]));
+	t_ok(mfs_symlink(fs, &tf_root, d, "l", "f", &st, &gen[2]));
+	t_ok(mfs_opendir(fs, &tf_root, d, &dh));
+	t_ok(mfs_readdir(fs, dh, 0, true, fill_plus, &p));
+	t_ok(mfs_releasedir(fs, dh));
+	t_eq(p.n, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t g = 0;
+
+		t_ok(mfs_lookup(fs, &tf_root, d, p.name[i], &st, &g));
+		t_eq(p.ino[i], st.st_ino);
+		t_eq(p.mode[i], st.st_mode);
+		t_eq(p.gen[i], g);
+		for (unsigned k = 0; k < 3; k++)
+			if (!strcmp(p.name[i], names[k]))
+				t_eq(g, gen[k]);
+		mfs_forget(fs, st.st_ino, 3);    /* create, readdir, lookup */
+	}
+	tf_unmount_check(fs, bd);
+	printf("ok: readdir plus (%u)\n", bs);
 }
 
 /* A full filesystem: -ENOSPC with nothing half done, and room again
@@ -286,7 +404,7 @@ static void full(struct mfs_fs *fs, struct bdev *bd)
 	ssize_t n;
 
 	t_ok(mfs_open(fs, &tf_root, f, O_WRONLY, &o));
-	while ((n = mfs_write(fs, &tf_root, o, buf, chunk, off)) > 0)
+	while ((n = mfs_write(fs, &tf_root, o, buf, chunk, off, 0)) > 0)
 		off += (uint64_t)n;
 	t_eq(n, -ENOSPC);
 	t_ok(mfs_release(fs, o));
@@ -431,6 +549,8 @@ int main(void)
 		each(truncate_, 64u << 20);
 		each(links, 16u << 20);
 		each(attrs, 16u << 20);
+		each(appends, 16u << 20);
+		each(readdir_plus, 16u << 20);
 		each(full, 8u << 20);
 		each(orphans, 16u << 20);
 		each(rename_, 16u << 20);

@@ -21,9 +21,10 @@ static struct mfs_fs *fs;
 static uint64_t dirs[3];
 
 static int nothing(void *ctx, const char *name, size_t len, uint64_t ino,
-		   unsigned type, uint64_t next, const struct stat *st)
+		   unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
 {
 	(void)ctx; (void)name; (void)len; (void)ino; (void)type; (void)next; (void)st;
+	(void)gen;
 	return 0;
 }
 
@@ -49,7 +50,7 @@ static void one_op(unsigned *seed, int t)
 			uint64_t off = (uint64_t)(rand_r(seed) % 40000);
 
 			memset(buf, t, sizeof(buf));
-			err = (int)mfs_write(fs, &tf_root, f, buf, sizeof(buf), off);
+			err = (int)mfs_write(fs, &tf_root, f, buf, sizeof(buf), off, 0);
 			t_assert(err == (int)sizeof(buf) || err == -ENOSPC, "write %d", err);
 			t_assert(mfs_read(fs, f, buf, sizeof(buf), off / 2) >= 0, "read");
 			if (rand_r(seed) % 4 == 0)

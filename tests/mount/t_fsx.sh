@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# mfsx through a real mount: mkfs, the daemon in the foreground as our
+# child, file mode, tree mode and a short sparse big-file run (-B) with a
+# fixed list of seeds, fusermount3 -u, the daemon exiting 0, and
+# miscfs-debug verify finding nothing wrong with the image it left.
+#
+# MFSX_OPS_PERCENT (default 100) scales the operations of every run, for
+# a quick run by hand.  A failing run prints mfsx's report, whose last
+# line replays it on a fresh mount like this one.
+source "$(dirname "$0")/../lib.sh"
+: "${MISCFS:?MISCFS must name the daemon}"
+: "${MFSX:?MFSX must name mfsx}"
+
+[ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "no usable /dev/fuse"
+command -v fusermount3 >/dev/null || skip "no fusermount3"
+
+img=$T_DIR/img
+mnt=$T_DIR/mnt
+mkdir "$mnt"
+daemon=
+image_size=128M
+mount_opts=cache_size=16M
+
+mounted() { grep -q " $mnt fuse" /proc/self/mounts; }
+
+# The daemon is our child: wait for it, and look at /proc in case the
+# machine leaves exited children as zombies.
+daemon_gone() {
+	[ ! -d "/proc/$daemon" ] && return 0
+	[ "$(sed 's/^.*) //' "/proc/$daemon/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]
+}
+
+stop() {
+	if [ -n "$daemon" ] && mounted; then
+		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" 2>/dev/null
+	fi
+	for _ in $(seq 100); do
+		[ -z "$daemon" ] || daemon_gone && break
+		sleep 0.1
+	done
+}
+trap 'stop; t_cleanup' EXIT
+
+start() {
+	"$MISCFS" "$img" "$mnt" -f "$@" 2>"$T_DIR/daemon.err" &
+	daemon=$!
+	for _ in $(seq 100); do
+		mounted && return 0
+		daemon_gone && { cat "$T_DIR/daemon.err"; fail "the daemon exited"; }
+		sleep 0.1
+	done
+	fail "not mounted after 10 s"
+}
+
+unmount() {
+	fusermount3 -u "$mnt" || fail "fusermount3 -u"
+	local rc=0
+	wait "$daemon" || rc=$?
+	[ "$rc" -eq 0 ] || { cat "$T_DIR/daemon.err"; fail "the daemon exited $rc"; }
+	daemon=
+	mounted && fail "still mounted"
+	return 0
+}
+
+percent=${MFSX_OPS_PERCENT:-100}
+total=0
+
+# run OPS SEED [OPTIONS...]: one mfsx run of OPS (scaled) operations.
+run() {
+	local ops=$(( $1 * percent / 100 )) seed=$2
+	shift 2
+	[ "$ops" -ge 1 ] || ops=1
+	if ! "$MFSX" -N "$ops" -S "$seed" "$@" "$mnt"; then
+		echo "a fresh mount like this one: $MKFS -q IMAGE $image_size;" \
+			"$MISCFS IMAGE MNT -f -o $mount_opts" >&2
+		fail "mfsx -N $ops -S $seed${*:+ $*}"
+	fi
+	total=$(( total + ops ))
+}
+
+expect_status 0 "$MKFS" -q -F "$img" "$image_size"
+start -o "$mount_opts"
+
+run 30000 1                     # file mode: a file of up to 1 MiB
+run 30000 2 -c 100              # ... closed and reopened every 100 ops too
+run 30000 1 -T                  # tree mode: up to 64 entries
+run 30000 2 -T -n 200           # ... up to 200, so directories grow blocks
+run 10000 3 -B                  # a sparse file with windows up to 8 GiB
+echo "mfsx: $total operations passed"
+
+unmount
+expect_status 0 "$DEBUGFS" "$img" verify
+expect_in "$T_OUT" "problems: 0"
