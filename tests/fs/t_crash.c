@@ -113,6 +113,38 @@ static void victim_check(struct mfs_fs *fs)
 		tf_verify(fs, ino, 0, VICTIM_LEN, 77);
 }
 
+/* A slow symlink's target is data in a block of its own: when another
+ * file's fsync commits the symlink's creation, the target must be home
+ * first, as any ordered data. */
+static void slow_symlink_case(void)
+{
+	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
+	struct mfs_fs *fs = tf_mount(bd);
+	char target[300], got[300];
+	struct stat st;
+	uint64_t ino;
+	size_t pos;
+
+	memset(target, 't', sizeof(target) - 1);
+	target[sizeof(target) - 1] = 0;
+	bdev_mem_record(bd, true);
+	t_ok(mfs_symlink(fs, &tf_root, MFS_ROOT_INO, "link", target, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	ino = create(fs, "other");
+	tf_write(fs, ino, 0, 100, 5);
+	t_ok(mfs_fsync(fs, ino, false));
+	pos = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	t_ok(bdev_mem_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
+	fs = tf_mount(img);
+	t_eq(mfs_readlink(fs, tf_ino(fs, "link"), got, sizeof(got)), sizeof(target) - 1);
+	t_assert(!memcmp(got, target, sizeof(target) - 1), "the target of a slow "
+		 "symlink was lost: the commit went before its block");
+	tf_unmount_check(fs, img);
+	bdev_close(img);
+	bdev_close(bd);
+}
+
 static void check_image(struct bdev *img, size_t prefix)
 {
 	struct mfs_fs *fs = tf_mount(img);
@@ -136,6 +168,7 @@ int main(void)
 	struct mfs_fs *fs = tf_mount_opts(bd, &o);
 	size_t n, images = 0;
 
+	slow_symlink_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_mem_record(bd, true);
