@@ -575,9 +575,27 @@ int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
 	return err ? err : mfs_inode_write(n, h, true);
 }
 
+/* A linked orphan was being truncated: free what lies past its size, then
+ * take it off the list. */
+static int orphan_truncated(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	struct jnl_handle h;
+	int err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(node_size(n), fs->bs));
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&fs->orphan_lock);
+	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
+	if (!err)
+		err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
+}
+
 /*
  * After recovery: finish what the orphan list records.  An unlinked inode
- * is freed; a linked one (none is put there today) just leaves the list.
+ * is freed; a linked one was cut short by a truncation, which is finished.
  * The walk is bounded by the inode count, so a loop in the list ends it.
  */
 int mfs_orphans_process(struct mfs_fs *fs)
@@ -599,19 +617,12 @@ int mfs_orphans_process(struct mfs_fs *fs)
 		pthread_mutex_unlock(&fs->orphan_lock);
 		ino = le32toh(n->raw.i_next_orphan);
 		mlog_info("orphan inode %" PRIu32 ": %s", n->ino,
-			  n->raw.i_links_count ? "kept" : "freed");
+			  n->raw.i_links_count ? "truncated to its size" : "freed");
 	}
 	while (!ut_list_empty(&fs->orphans) && !err) {
-		struct jnl_handle h;
-
 		n = ut_list_entry(fs->orphans.next, struct mfs_node, orphan_link);
-		if (n->raw.i_links_count) {
-			pthread_mutex_lock(&fs->orphan_lock);
-			err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
-			if (!err)
-				err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
-			pthread_mutex_unlock(&fs->orphan_lock);
-		}
+		if (n->raw.i_links_count)
+			err = orphan_truncated(n);
 		mfs_iput(n);
 	}
 	return err;

@@ -145,6 +145,85 @@ static void slow_symlink_case(void)
 	bdev_close(bd);
 }
 
+/* A file of @n blocks, none next to another: freeing it takes many
+ * journal handles, and commits fall between them. */
+#define FRAG_BLOCKS 600
+
+static uint64_t fragmented(struct mfs_fs *fs)
+{
+	uint64_t a = create(fs, "frag"), b = create(fs, "filler");
+
+	for (uint32_t i = 0; i < FRAG_BLOCKS; i++) {
+		tf_write(fs, a, (uint64_t)i * bs, bs, 3);
+		tf_write(fs, b, (uint64_t)i * bs, bs, 4);
+	}
+	return a;
+}
+
+/* Cut before the truncation committed, the file is whole; after, grown
+ * back to its old size, it must read as zeros: no block of the truncated
+ * file may still be mapped past its end. */
+static bool frag_check(struct bdev *img)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = FRAG_BLOCKS * bs };
+	struct mfs_fs *fs = tf_mount(img);
+	uint64_t ino = tf_ino(fs, "frag");
+	struct mfs_file *f;
+	uint8_t *buf = malloc(bs);
+	struct stat st;
+
+	t_assert(buf, "no memory");
+	t_ok(mfs_getattr(fs, ino, &st));
+	if (st.st_size == FRAG_BLOCKS * bs) {
+		tf_verify(fs, ino, 0, FRAG_BLOCKS * bs, 3);
+		tf_unmount_check(fs, img);
+		free(buf);
+		return false;
+	}
+	t_eq(st.st_size, 0);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &f));
+	for (uint32_t i = 0; i < FRAG_BLOCKS; i++) {
+		t_eq(mfs_read(fs, f, buf, bs, (uint64_t)i * bs), bs);
+		for (uint32_t k = 0; k < bs; k++)
+			t_assert(!buf[k], "block %u of the truncated file came back", i);
+	}
+	t_ok(mfs_release(fs, f));
+	free(buf);
+	tf_unmount_check(fs, img);
+	return true;
+}
+
+/* Truncation to nothing, cut after every flush it made. */
+static void truncate_case(void)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 0 };
+	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t ino = fragmented(fs);
+	struct stat st;
+	size_t start, end, cuts = 0, cut_short = 0;
+
+	t_ok(mfs_sync(fs));
+	bdev_mem_record(bd, true);
+	start = bdev_mem_log_count(bd);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	end = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	for (size_t i = start; i < end; i++) {
+		if (!bdev_mem_log(bd, i)->flush)
+			continue;
+		t_ok(bdev_mem_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
+		cut_short += frag_check(img);
+		bdev_close(img);
+		cuts++;
+	}
+	/* The cuts between its commits are the point. */
+	t_assert(cut_short >= 2, "%zu of %zu cuts fell between the truncation's "
+		 "commits", cut_short, cuts);
+	bdev_close(bd);
+}
+
 static void check_image(struct bdev *img, size_t prefix)
 {
 	struct mfs_fs *fs = tf_mount(img);
@@ -169,6 +248,7 @@ int main(void)
 	size_t n, images = 0;
 
 	slow_symlink_case();
+	truncate_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_mem_record(bd, true);
