@@ -112,6 +112,22 @@ static int zero_tail(struct mfs_node *n, uint64_t size)
 }
 
 /*
+ * The file grows past @old under @h.  The disk may hold bytes past @old in
+ * the last block: a write that a power cut kept while the size covering
+ * it was lost.  They are zeroed in the cache, and the page is ordered data
+ * of the transaction that grows the size, so they are zeros on disk before
+ * that size can be.
+ */
+int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old)
+{
+	int err = zero_tail(n, old);
+
+	if (!err && old % n->fs->bs && n->fs->opts.data == MFS_DATA_ORDERED)
+		err = jnl_add_ordered(h, &n->ji);
+	return err;
+}
+
+/*
  * The new size; a shrinking one also puts the inode on the orphan list in
  * the same handle.  Its blocks are freed in as many handles as it takes,
  * and a commit may fall between them: after a crash there, the mount
@@ -121,6 +137,7 @@ static int zero_tail(struct mfs_node *n, uint64_t size)
 static int set_size(struct mfs_node *n, uint64_t size, bool orphan)
 {
 	struct mfs_fs *fs = n->fs;
+	uint64_t old = node_size(n);
 	struct jnl_handle h;
 	int err;
 
@@ -135,6 +152,8 @@ static int set_size(struct mfs_node *n, uint64_t size, bool orphan)
 		err = mfs_inode_write(n, &h, true);
 		if (!err && orphan)
 			err = mfs_orphan_add(n, &h);
+		if (!err && size > old)
+			err = mfs_zero_eof_tail(n, &h, old);
 		err = mfs_jstop(fs, &h, err);
 	}
 	if (orphan)

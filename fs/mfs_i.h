@@ -272,6 +272,9 @@ int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr);
 int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 			uint64_t size);
+/* Before the file grows past @old under @h: zeros after @old in its
+ * last block, ordered before the new size. */
+int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

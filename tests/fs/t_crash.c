@@ -224,6 +224,62 @@ static void truncate_case(void)
 	bdev_close(bd);
 }
 
+/* Grown to three blocks after the cut, the file reads zeros past the size
+ * the cut left: not the bytes of a write whose size did not commit.
+ * Returns whether it had the old size. */
+static bool tail_check(struct bdev *img)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 3 * bs };
+	struct mfs_fs *fs = tf_mount(img);
+	uint64_t ino = tf_ino(fs, "tail");
+	uint8_t buf[3 * 1024];
+	struct mfs_file *f;
+	struct stat st;
+	uint64_t size;
+
+	t_ok(mfs_getattr(fs, ino, &st));
+	size = (uint64_t)st.st_size;
+	t_assert(size == 1500 || size == 2400, "size %" PRIu64, size);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &f));
+	t_eq(mfs_read(fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	t_ok(mfs_release(fs, f));
+	for (uint64_t i = size; i < sizeof(buf); i++)
+		t_assert(!buf[i], "grown from %" PRIu64 ", byte %" PRIu64 " is %u", size,
+			 i, buf[i]);
+	tf_unmount_check(fs, img);
+	return size == 1500;
+}
+
+/* A write inside the last block, past the end, goes home in place before
+ * its size commits: cut between the two, the bytes past the old end must
+ * not come back when the file grows. */
+static void tail_case(void)
+{
+	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t ino = create(fs, "tail");
+	size_t start, end, old_size = 0;
+
+	tf_write(fs, ino, 0, 1500, 6);
+	t_ok(mfs_fsync(fs, ino, false));
+	bdev_mem_record(bd, true);
+	start = bdev_mem_log_count(bd);
+	tf_write(fs, ino, 1400, 1000, 7);
+	t_ok(mfs_fsync(fs, ino, false));
+	end = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	for (size_t i = start; i < end; i++) {
+		if (!bdev_mem_log(bd, i)->flush)
+			continue;
+		t_ok(bdev_mem_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
+		old_size += tail_check(img);
+		bdev_close(img);
+	}
+	t_assert(old_size, "no cut fell between the data and its size");
+	bdev_close(bd);
+}
+
 static void check_image(struct bdev *img, size_t prefix)
 {
 	struct mfs_fs *fs = tf_mount(img);
@@ -249,6 +305,7 @@ int main(void)
 
 	slow_symlink_case();
 	truncate_case();
+	tail_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_mem_record(bd, true);
