@@ -20,7 +20,8 @@
  * list), compared with the model, unmounted, checked by tf_check (bitmaps,
  * counts, block maps, directories, link counts, orphan list emptied) and
  * for blocks mapped past the end of a file, then mounted again, where it
- * must show just what it showed the first time.
+ * must show just what it showed the first time; there each file is grown
+ * past its last block, and checked again.
  *
  * What is demanded follows from how the core commits: one running
  * transaction; every change of names is one handle; fsync commits the
@@ -55,8 +56,11 @@
  * fsync (writeback writes pages when it likes, a cut keeps any subset of
  * blocks); an unlinked open file is gone after the cut; times are not
  * compared.  Demanded always: the image mounts, tf_check finds nothing
- * wrong, no block is mapped past the end of a regular file, and a clean
- * unmount and mount change nothing that was seen.
+ * wrong, no block is mapped past the end of a regular file, a clean
+ * unmount and mount change nothing that was seen, and a file grown after
+ * the cut reads zeros from its old end on (a cut may leave bytes past the
+ * end on disk: a page written home before the size that covers it
+ * committed; they must not come back).
  *
  * Torn writes (a survivor cut at a 512-byte sector) are tried at every
  * flush but those where a write of the filesystem superblock's block is
@@ -1405,6 +1409,31 @@ static void check_ends(struct bdev *img, const struct seen_fs *s)
 	mfs_raw_close(&raw);
 }
 
+/* Grown by truncation past the end of its last block, a file must read
+ * zeros from its old end on: whatever a cut left on disk past the end
+ * (newer data written back before the size that covers it committed)
+ * must not come back. */
+static void grow_files(struct mfs_fs *fs, const struct seen_fs *s, uint8_t *buf)
+{
+	for (uint32_t i = 0; i < s->ls.n; i++) {
+		const struct line *l = &s->ls.v[i];
+		uint64_t to = UT_ROUND_UP(l->size, BS) + BS;
+		struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = to };
+		struct mfs_file *f;
+		struct stat st;
+
+		if (!S_ISREG(l->mode) || l->size % BS == 0 || to > MAX_FILE)
+			continue;
+		t_ok(mfs_setattr(fs, &tf_root, l->ino, &sa, &st));
+		t_ok(mfs_open(fs, &tf_root, l->ino, O_RDONLY, &f));
+		t_eq(mfs_read(fs, f, buf, to - l->size, l->size), to - l->size);
+		t_ok(mfs_release(fs, f));
+		for (uint64_t k = 0; k < to - l->size; k++)
+			t_assert(!buf[k], "%s: grown to %" PRIu64 ", byte %" PRIu64 " is %u, not "
+				 "zero", l->text, to, l->size + k, buf[k]);
+	}
+}
+
 static void same_again(const struct seen_fs *a, const struct seen_fs *b)
 {
 	if (strcmp(a->text, b->text)) {
@@ -1446,7 +1475,9 @@ static void check_image(const struct world *w, const struct cut *c, struct bdev 
 	look(fs, &again);
 	read_files(w, c, NULL, fs, &again, buf);
 	same_again(&first, &again);
+	grow_files(fs, &again, buf);
 	t_ok(mfs_unmount(fs));
+	tf_check(img, true);
 	seen_free(&first);
 	seen_free(&again);
 }
