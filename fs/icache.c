@@ -273,10 +273,14 @@ static int iget(struct mfs_fs *fs, uint64_t ino64, bool unlinked,
 		return err;
 	pthread_mutex_lock(&fs->icache_lock);
 	other = find_live(fs, ino);
-	if (other)
+	if (other) {
 		other->refs++;
-	else
+	} else {
+		n->last_tid = fs->evicted_tid;
+		n->last_data_tid = fs->evicted_data_tid;
+		n->dirty_tid = fs->evicted_dirty;
 		hash_add(fs, n);
+	}
 	pthread_mutex_unlock(&fs->icache_lock);
 	if (other) {
 		node_free(n);
@@ -382,12 +386,34 @@ static void evict(struct mfs_node *n)
 		jnl_forget_inode(fs->j, &n->ji);
 }
 
+static uint32_t tid_newer(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0 ? a : b;
+}
+
+/* What the node's fsync would have waited for, kept for the inodes read
+ * back later (icache_lock held; nobody else uses @n). */
+static void note_evicted(struct mfs_fs *fs, const struct mfs_node *n)
+{
+	if (!n->dirty_tid)
+		return;
+	fs->evicted_tid = fs->evicted_dirty ? tid_newer(fs->evicted_tid, n->last_tid) :
+			  n->last_tid;
+	fs->evicted_data_tid = fs->evicted_dirty ?
+			       tid_newer(fs->evicted_data_tid, n->last_data_tid) :
+			       n->last_data_tid;
+	fs->evicted_dirty = true;
+}
+
 static void evict_and_free(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
 
 	evict(n);
+	pthread_mutex_lock(&n->lock);
+	pthread_mutex_unlock(&n->lock);     /* the last writer's changes seen */
 	pthread_mutex_lock(&fs->icache_lock);
+	note_evicted(fs, n);
 	hash_del(fs, n);
 	pthread_cond_broadcast(&fs->icache_cond);
 	pthread_mutex_unlock(&fs->icache_lock);

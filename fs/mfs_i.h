@@ -85,6 +85,11 @@ struct mfs_fs {
 	uint64_t nnodes;
 	struct ut_list ilru;             /* nodes nobody uses, oldest first */
 	uint64_t nlru;
+	/* The newest transactions that changed an inode since evicted: one
+	 * read back may have its change there still, and fsync must wait
+	 * for them (an inode never evicted has its own). */
+	uint32_t evicted_tid, evicted_data_tid;
+	bool evicted_dirty;
 
 	pthread_mutex_t rename_lock;
 	pthread_mutex_t orphan_lock;     /* the orphan list */
