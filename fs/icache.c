@@ -420,6 +420,51 @@ static void evict_and_free(struct mfs_node *n)
 	node_free(n);
 }
 
+/*
+ * A directory's blocks are journalled from its own mapping, and the
+ * journal keeps a reference to each page until the block is home.  While
+ * it does, the node must stay: evicted, it would drop the page, and the
+ * directory read back would show the block's old contents from disk.
+ * (icache_lock held; nobody uses @n.)
+ */
+static bool journal_holds_dir(struct mfs_node *n)
+{
+	uint64_t blocks = S_ISDIR(node_mode(n)) && n->map ? node_size(n) / n->fs->bs : 0;
+
+	for (uint64_t i = 0; i < blocks; i++) {
+		struct pc_page *pg = pc_find_get_page(n->map, i);
+		bool held = pg && atomic_load(&pg->count) > 2;   /* the index's, ours */
+
+		if (pg)
+			pc_put_page(pg);
+		if (held)
+			return true;
+	}
+	return false;
+}
+
+/* Nodes of the LRU looked at for one eviction. */
+#define EVICT_TRIES 16
+
+/* The oldest node of the LRU that may go, marked freeing; one that may
+ * not moves to the end (icache_lock held). */
+static struct mfs_node *lru_victim(struct mfs_fs *fs)
+{
+	for (int i = 0; i < EVICT_TRIES; i++) {
+		struct mfs_node *n = ut_list_entry(fs->ilru.next, struct mfs_node, lru);
+
+		ut_list_del(&n->lru);
+		if (journal_holds_dir(n)) {
+			ut_list_add_tail(&fs->ilru, &n->lru);
+			continue;
+		}
+		fs->nlru--;
+		n->freeing = true;
+		return n;
+	}
+	return NULL;        /* over the limit for now: the next one tries again */
+}
+
 /* A node nobody uses any more: unlinked, it goes at once; else it joins
  * the LRU, and the oldest there goes if there are too many.  Returns the
  * node to evict, marked freeing, or NULL (icache_lock held). */
@@ -432,11 +477,7 @@ static struct mfs_node *unused(struct mfs_fs *fs, struct mfs_node *n)
 	ut_list_add_tail(&fs->ilru, &n->lru);
 	if (++fs->nlru <= LRU_MAX)
 		return NULL;
-	n = ut_list_entry(fs->ilru.next, struct mfs_node, lru);
-	ut_list_del(&n->lru);
-	fs->nlru--;
-	n->freeing = true;
-	return n;
+	return lru_victim(fs);
 }
 
 void mfs_iput(struct mfs_node *n)

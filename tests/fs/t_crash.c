@@ -280,6 +280,63 @@ static void tail_case(void)
 	bdev_close(bd);
 }
 
+/* More unused inodes than the cache keeps, all looked up after @keep. */
+#define CROWD 8300
+
+static void crowd_make(struct mfs_fs *fs)
+{
+	struct stat st;
+	char name[16];
+
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "crowd", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	for (int i = 0; i < CROWD; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		t_ok(mfs_mknod(fs, &tf_root, st.st_ino, name, S_IFREG | 0644, 0, NULL, NULL));
+	}
+}
+
+static void crowd_walk(struct mfs_fs *fs)
+{
+	uint64_t dir = tf_ino(fs, "crowd");
+	struct stat st;
+	char name[16];
+
+	for (int i = 0; i < CROWD; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		t_ok(mfs_lookup(fs, &tf_root, dir, name, &st, NULL));
+		mfs_forget(fs, st.st_ino, 1);
+	}
+}
+
+/* A file changed, pushed out of the inode cache by others, read back and
+ * fsynced: the fsync must still commit the transaction of its change. */
+static void evicted_case(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .commit_s = 60 };
+	struct bdev *bd = tf_mkfs(bs, 64u << 20), *img;
+	struct mfs_fs *fs = tf_mount_opts(bd, &o);
+	uint64_t ino;
+	size_t pos;
+
+	crowd_make(fs);
+	t_ok(mfs_unmount(fs));
+	fs = tf_mount_opts(bd, &o);
+	bdev_mem_record(bd, true);
+	ino = create(fs, "kept");
+	tf_write(fs, ino, 0, 100, 8);
+	crowd_walk(fs);
+	t_ok(mfs_fsync(fs, tf_ino(fs, "kept"), false));
+	pos = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	t_ok(bdev_mem_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
+	fs = tf_mount(img);
+	tf_verify(fs, tf_ino(fs, "kept"), 0, 100, 8);
+	tf_unmount_check(fs, img);
+	bdev_close(img);
+	bdev_close(bd);
+}
+
 static void check_image(struct bdev *img, size_t prefix)
 {
 	struct mfs_fs *fs = tf_mount(img);
@@ -306,6 +363,7 @@ int main(void)
 	slow_symlink_case();
 	truncate_case();
 	tail_case();
+	evicted_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_mem_record(bd, true);
