@@ -111,19 +111,72 @@ static int zero_tail(struct mfs_node *n, uint64_t size)
 	return 0;
 }
 
-static int set_size(struct mfs_node *n, uint64_t size)
+/*
+ * The file grows past @old under @h.  The disk may hold bytes past @old in
+ * the last block: a write that a power cut kept while the size covering
+ * it was lost.  They are zeroed in the cache, and the page is ordered data
+ * of the transaction that grows the size, so they are zeros on disk before
+ * that size can be.
+ */
+int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old)
 {
-	struct jnl_handle h;
-	int err = mfs_jstart(n->fs, MFS_CR_INODE, &h);
+	int err = zero_tail(n, old);
 
-	if (err)
-		return err;
-	pthread_mutex_lock(&n->lock);
-	n->raw.i_size = htole64(size);
-	mfs_node_touch(n, true, true);
-	pthread_mutex_unlock(&n->lock);
-	err = mfs_inode_write(n, &h, true);
-	return mfs_jstop(n->fs, &h, err);
+	if (!err && old % n->fs->bs && n->fs->opts.data == MFS_DATA_ORDERED)
+		err = jnl_add_ordered(h, &n->ji);
+	return err;
+}
+
+/*
+ * The new size; a shrinking one also puts the inode on the orphan list in
+ * the same handle.  Its blocks are freed in as many handles as it takes,
+ * and a commit may fall between them: after a crash there, the mount
+ * finishes the truncation, so no block stays mapped past the end (where
+ * growing the file again would show its old contents).
+ */
+static int set_size(struct mfs_node *n, uint64_t size, bool orphan)
+{
+	struct mfs_fs *fs = n->fs;
+	uint64_t old = node_size(n);
+	struct jnl_handle h;
+	int err;
+
+	if (orphan)
+		pthread_mutex_lock(&fs->orphan_lock);
+	err = mfs_jstart(fs, MFS_CR_INODE + (orphan ? MFS_ORPHAN_CREDITS : 0), &h);
+	if (!err) {
+		pthread_mutex_lock(&n->lock);
+		n->raw.i_size = htole64(size);
+		mfs_node_touch(n, true, true);
+		pthread_mutex_unlock(&n->lock);
+		err = mfs_inode_write(n, &h, true);
+		if (!err && orphan)
+			err = mfs_orphan_add(n, &h);
+		if (!err && size > old)
+			err = mfs_zero_eof_tail(n, &h, old);
+		err = mfs_jstop(fs, &h, err);
+	}
+	if (orphan)
+		pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
+}
+
+/* The truncation is complete: off the orphan list, unless the inode is
+ * unlinked (its last close frees it and takes it off). */
+static int truncate_done(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	struct jnl_handle h;
+	int err;
+
+	if (!n->raw.i_links_count)
+		return 0;
+	pthread_mutex_lock(&fs->orphan_lock);
+	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
+	if (!err)
+		err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
 }
 
 /* rwsem held for writing. */
@@ -135,13 +188,15 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t 
 	(void)cr;
 	if (size > mfs_max_file_size(n->fs->bs))
 		return -EFBIG;
-	err = set_size(n, size);
+	err = set_size(n, size, size < old);
 	if (err || size >= old)
 		return err;
 	pc_truncate(n->map, size);
 	err = zero_tail(n, size);
 	if (!err)
 		err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(size, n->fs->bs));
+	if (!err)
+		err = truncate_done(n);
 	return err;
 }
 

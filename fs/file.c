@@ -335,6 +335,8 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 		if (err)
 			break;
 		err = mfs_jstart(fs, (uint32_t)chunk_credits(), &h);
+		if (!err && off + size > node_size(n))
+			err = mfs_zero_eof_tail(n, &h, node_size(n));
 		if (!err) {
 			err = write_chunk(n, &h, buf, size, off, done);
 			if (*done > start)

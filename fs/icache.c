@@ -273,10 +273,14 @@ static int iget(struct mfs_fs *fs, uint64_t ino64, bool unlinked,
 		return err;
 	pthread_mutex_lock(&fs->icache_lock);
 	other = find_live(fs, ino);
-	if (other)
+	if (other) {
 		other->refs++;
-	else
+	} else {
+		n->last_tid = fs->evicted_tid;
+		n->last_data_tid = fs->evicted_data_tid;
+		n->dirty_tid = fs->evicted_dirty;
 		hash_add(fs, n);
+	}
 	pthread_mutex_unlock(&fs->icache_lock);
 	if (other) {
 		node_free(n);
@@ -382,16 +386,83 @@ static void evict(struct mfs_node *n)
 		jnl_forget_inode(fs->j, &n->ji);
 }
 
+static uint32_t tid_newer(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0 ? a : b;
+}
+
+/* What the node's fsync would have waited for, kept for the inodes read
+ * back later (icache_lock held; nobody else uses @n). */
+static void note_evicted(struct mfs_fs *fs, const struct mfs_node *n)
+{
+	if (!n->dirty_tid)
+		return;
+	fs->evicted_tid = fs->evicted_dirty ? tid_newer(fs->evicted_tid, n->last_tid) :
+			  n->last_tid;
+	fs->evicted_data_tid = fs->evicted_dirty ?
+			       tid_newer(fs->evicted_data_tid, n->last_data_tid) :
+			       n->last_data_tid;
+	fs->evicted_dirty = true;
+}
+
 static void evict_and_free(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
 
 	evict(n);
+	pthread_mutex_lock(&n->lock);
+	pthread_mutex_unlock(&n->lock);     /* the last writer's changes seen */
 	pthread_mutex_lock(&fs->icache_lock);
+	note_evicted(fs, n);
 	hash_del(fs, n);
 	pthread_cond_broadcast(&fs->icache_cond);
 	pthread_mutex_unlock(&fs->icache_lock);
 	node_free(n);
+}
+
+/*
+ * A directory's blocks are journalled from its own mapping, and the
+ * journal keeps a reference to each page until the block is home.  While
+ * it does, the node must stay: evicted, it would drop the page, and the
+ * directory read back would show the block's old contents from disk.
+ * (icache_lock held; nobody uses @n.)
+ */
+static bool journal_holds_dir(struct mfs_node *n)
+{
+	uint64_t blocks = S_ISDIR(node_mode(n)) && n->map ? node_size(n) / n->fs->bs : 0;
+
+	for (uint64_t i = 0; i < blocks; i++) {
+		struct pc_page *pg = pc_find_get_page(n->map, i);
+		bool held = pg && atomic_load(&pg->count) > 2;   /* the index's, ours */
+
+		if (pg)
+			pc_put_page(pg);
+		if (held)
+			return true;
+	}
+	return false;
+}
+
+/* Nodes of the LRU looked at for one eviction. */
+#define EVICT_TRIES 16
+
+/* The oldest node of the LRU that may go, marked freeing; one that may
+ * not moves to the end (icache_lock held). */
+static struct mfs_node *lru_victim(struct mfs_fs *fs)
+{
+	for (int i = 0; i < EVICT_TRIES; i++) {
+		struct mfs_node *n = ut_list_entry(fs->ilru.next, struct mfs_node, lru);
+
+		ut_list_del(&n->lru);
+		if (journal_holds_dir(n)) {
+			ut_list_add_tail(&fs->ilru, &n->lru);
+			continue;
+		}
+		fs->nlru--;
+		n->freeing = true;
+		return n;
+	}
+	return NULL;        /* over the limit for now: the next one tries again */
 }
 
 /* A node nobody uses any more: unlinked, it goes at once; else it joins
@@ -406,11 +477,7 @@ static struct mfs_node *unused(struct mfs_fs *fs, struct mfs_node *n)
 	ut_list_add_tail(&fs->ilru, &n->lru);
 	if (++fs->nlru <= LRU_MAX)
 		return NULL;
-	n = ut_list_entry(fs->ilru.next, struct mfs_node, lru);
-	ut_list_del(&n->lru);
-	fs->nlru--;
-	n->freeing = true;
-	return n;
+	return lru_victim(fs);
 }
 
 void mfs_iput(struct mfs_node *n)
@@ -443,16 +510,30 @@ void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
 		mfs_iput(n);
 }
 
-/* Unmount: every node goes, whatever its counts (the kernel has let go). */
+/*
+ * Unmount: every node goes, whatever its counts (the kernel has let go).
+ * Each scan goes on from the bucket of the last node found, not from the
+ * start, and it is over when a scan from the start finds none: about two
+ * walks of the table rather than one per node.
+ */
 int mfs_icache_sync(struct mfs_fs *fs)
 {
+	uint32_t from = 0;
+
 	for (;;) {
 		struct mfs_node *n = NULL;
+		uint32_t b;
 
 		pthread_mutex_lock(&fs->icache_lock);
-		for (uint32_t b = 0; b <= fs->ihash_mask && !n; b++)
+		for (b = from; b <= fs->ihash_mask && !n; b++)
 			for (n = fs->ihash[b]; n && n->freeing; n = n->hnext)
 				;
+		if (!n && from) {
+			pthread_mutex_unlock(&fs->icache_lock);
+			from = 0;
+			continue;
+		}
+		from = n ? b - 1 : 0;
 		if (n) {
 			n->freeing = true;
 			if (!ut_list_empty(&n->lru)) {
@@ -575,9 +656,27 @@ int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
 	return err ? err : mfs_inode_write(n, h, true);
 }
 
+/* A linked orphan was being truncated: free what lies past its size, then
+ * take it off the list. */
+static int orphan_truncated(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	struct jnl_handle h;
+	int err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(node_size(n), fs->bs));
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&fs->orphan_lock);
+	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
+	if (!err)
+		err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return err;
+}
+
 /*
  * After recovery: finish what the orphan list records.  An unlinked inode
- * is freed; a linked one (none is put there today) just leaves the list.
+ * is freed; a linked one was cut short by a truncation, which is finished.
  * The walk is bounded by the inode count, so a loop in the list ends it.
  */
 int mfs_orphans_process(struct mfs_fs *fs)
@@ -599,19 +698,12 @@ int mfs_orphans_process(struct mfs_fs *fs)
 		pthread_mutex_unlock(&fs->orphan_lock);
 		ino = le32toh(n->raw.i_next_orphan);
 		mlog_info("orphan inode %" PRIu32 ": %s", n->ino,
-			  n->raw.i_links_count ? "kept" : "freed");
+			  n->raw.i_links_count ? "truncated to its size" : "freed");
 	}
 	while (!ut_list_empty(&fs->orphans) && !err) {
-		struct jnl_handle h;
-
 		n = ut_list_entry(fs->orphans.next, struct mfs_node, orphan_link);
-		if (n->raw.i_links_count) {
-			pthread_mutex_lock(&fs->orphan_lock);
-			err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
-			if (!err)
-				err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
-			pthread_mutex_unlock(&fs->orphan_lock);
-		}
+		if (n->raw.i_links_count)
+			err = orphan_truncated(n);
 		mfs_iput(n);
 	}
 	return err;

@@ -223,7 +223,8 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 	pthread_rwlock_wrlock(&n->map_lock);
 	err = alloc_locked(n, h, lblk, pblk, isnew);
 	pthread_rwlock_unlock(&n->map_lock);
-	if (!err && *isnew && S_ISREG(node_mode(n)) &&
+	/* A slow symlink's target is data too; directories are journalled. */
+	if (!err && *isnew && !S_ISDIR(node_mode(n)) &&
 	    n->fs->opts.data == MFS_DATA_ORDERED)
 		err = jnl_add_ordered(h, &n->ji);
 	return err;

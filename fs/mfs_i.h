@@ -85,6 +85,11 @@ struct mfs_fs {
 	uint64_t nnodes;
 	struct ut_list ilru;             /* nodes nobody uses, oldest first */
 	uint64_t nlru;
+	/* The newest transactions that changed an inode since evicted: one
+	 * read back may have its change there still, and fsync must wait
+	 * for them (an inode never evicted has its own). */
+	uint32_t evicted_tid, evicted_data_tid;
+	bool evicted_dirty;
 
 	pthread_mutex_t rename_lock;
 	pthread_mutex_t orphan_lock;     /* the orphan list */
@@ -272,6 +277,9 @@ int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr);
 int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 			uint64_t size);
+/* Before the file grows past @old under @h: zeros after @old in its
+ * last block, ordered before the new size. */
+int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

@@ -113,6 +113,230 @@ static void victim_check(struct mfs_fs *fs)
 		tf_verify(fs, ino, 0, VICTIM_LEN, 77);
 }
 
+/* A slow symlink's target is data in a block of its own: when another
+ * file's fsync commits the symlink's creation, the target must be home
+ * first, as any ordered data. */
+static void slow_symlink_case(void)
+{
+	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
+	struct mfs_fs *fs = tf_mount(bd);
+	char target[300], got[300];
+	struct stat st;
+	uint64_t ino;
+	size_t pos;
+
+	memset(target, 't', sizeof(target) - 1);
+	target[sizeof(target) - 1] = 0;
+	bdev_mem_record(bd, true);
+	t_ok(mfs_symlink(fs, &tf_root, MFS_ROOT_INO, "link", target, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	ino = create(fs, "other");
+	tf_write(fs, ino, 0, 100, 5);
+	t_ok(mfs_fsync(fs, ino, false));
+	pos = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	t_ok(bdev_mem_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
+	fs = tf_mount(img);
+	t_eq(mfs_readlink(fs, tf_ino(fs, "link"), got, sizeof(got)), sizeof(target) - 1);
+	t_assert(!memcmp(got, target, sizeof(target) - 1), "the target of a slow "
+		 "symlink was lost: the commit went before its block");
+	tf_unmount_check(fs, img);
+	bdev_close(img);
+	bdev_close(bd);
+}
+
+/* A file of @n blocks, none next to another: freeing it takes many
+ * journal handles, and commits fall between them. */
+#define FRAG_BLOCKS 600
+
+static uint64_t fragmented(struct mfs_fs *fs)
+{
+	uint64_t a = create(fs, "frag"), b = create(fs, "filler");
+
+	for (uint32_t i = 0; i < FRAG_BLOCKS; i++) {
+		tf_write(fs, a, (uint64_t)i * bs, bs, 3);
+		tf_write(fs, b, (uint64_t)i * bs, bs, 4);
+	}
+	return a;
+}
+
+/* Cut before the truncation committed, the file is whole; after, grown
+ * back to its old size, it must read as zeros: no block of the truncated
+ * file may still be mapped past its end. */
+static bool frag_check(struct bdev *img)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = FRAG_BLOCKS * bs };
+	struct mfs_fs *fs = tf_mount(img);
+	uint64_t ino = tf_ino(fs, "frag");
+	struct mfs_file *f;
+	uint8_t *buf = malloc(bs);
+	struct stat st;
+
+	t_assert(buf, "no memory");
+	t_ok(mfs_getattr(fs, ino, &st));
+	if (st.st_size == FRAG_BLOCKS * bs) {
+		tf_verify(fs, ino, 0, FRAG_BLOCKS * bs, 3);
+		tf_unmount_check(fs, img);
+		free(buf);
+		return false;
+	}
+	t_eq(st.st_size, 0);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &f));
+	for (uint32_t i = 0; i < FRAG_BLOCKS; i++) {
+		t_eq(mfs_read(fs, f, buf, bs, (uint64_t)i * bs), bs);
+		for (uint32_t k = 0; k < bs; k++)
+			t_assert(!buf[k], "block %u of the truncated file came back", i);
+	}
+	t_ok(mfs_release(fs, f));
+	free(buf);
+	tf_unmount_check(fs, img);
+	return true;
+}
+
+/* Truncation to nothing, cut after every flush it made. */
+static void truncate_case(void)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 0 };
+	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t ino = fragmented(fs);
+	struct stat st;
+	size_t start, end, cuts = 0, cut_short = 0;
+
+	t_ok(mfs_sync(fs));
+	bdev_mem_record(bd, true);
+	start = bdev_mem_log_count(bd);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	end = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	for (size_t i = start; i < end; i++) {
+		if (!bdev_mem_log(bd, i)->flush)
+			continue;
+		t_ok(bdev_mem_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
+		cut_short += frag_check(img);
+		bdev_close(img);
+		cuts++;
+	}
+	/* The cuts between its commits are the point. */
+	t_assert(cut_short >= 2, "%zu of %zu cuts fell between the truncation's "
+		 "commits", cut_short, cuts);
+	bdev_close(bd);
+}
+
+/* Grown to three blocks after the cut, the file reads zeros past the size
+ * the cut left: not the bytes of a write whose size did not commit.
+ * Returns whether it had the old size. */
+static bool tail_check(struct bdev *img)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 3 * bs };
+	struct mfs_fs *fs = tf_mount(img);
+	uint64_t ino = tf_ino(fs, "tail");
+	uint8_t buf[3 * 1024];
+	struct mfs_file *f;
+	struct stat st;
+	uint64_t size;
+
+	t_ok(mfs_getattr(fs, ino, &st));
+	size = (uint64_t)st.st_size;
+	t_assert(size == 1500 || size == 2400, "size %" PRIu64, size);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &f));
+	t_eq(mfs_read(fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	t_ok(mfs_release(fs, f));
+	for (uint64_t i = size; i < sizeof(buf); i++)
+		t_assert(!buf[i], "grown from %" PRIu64 ", byte %" PRIu64 " is %u", size,
+			 i, buf[i]);
+	tf_unmount_check(fs, img);
+	return size == 1500;
+}
+
+/* A write inside the last block, past the end, goes home in place before
+ * its size commits: cut between the two, the bytes past the old end must
+ * not come back when the file grows. */
+static void tail_case(void)
+{
+	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t ino = create(fs, "tail");
+	size_t start, end, old_size = 0;
+
+	tf_write(fs, ino, 0, 1500, 6);
+	t_ok(mfs_fsync(fs, ino, false));
+	bdev_mem_record(bd, true);
+	start = bdev_mem_log_count(bd);
+	tf_write(fs, ino, 1400, 1000, 7);
+	t_ok(mfs_fsync(fs, ino, false));
+	end = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	for (size_t i = start; i < end; i++) {
+		if (!bdev_mem_log(bd, i)->flush)
+			continue;
+		t_ok(bdev_mem_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
+		old_size += tail_check(img);
+		bdev_close(img);
+	}
+	t_assert(old_size, "no cut fell between the data and its size");
+	bdev_close(bd);
+}
+
+/* More unused inodes than the cache keeps, all looked up after @keep. */
+#define CROWD 8300
+
+static void crowd_make(struct mfs_fs *fs)
+{
+	struct stat st;
+	char name[16];
+
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "crowd", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	for (int i = 0; i < CROWD; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		t_ok(mfs_mknod(fs, &tf_root, st.st_ino, name, S_IFREG | 0644, 0, NULL, NULL));
+	}
+}
+
+static void crowd_walk(struct mfs_fs *fs)
+{
+	uint64_t dir = tf_ino(fs, "crowd");
+	struct stat st;
+	char name[16];
+
+	for (int i = 0; i < CROWD; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		t_ok(mfs_lookup(fs, &tf_root, dir, name, &st, NULL));
+		mfs_forget(fs, st.st_ino, 1);
+	}
+}
+
+/* A file changed, pushed out of the inode cache by others, read back and
+ * fsynced: the fsync must still commit the transaction of its change. */
+static void evicted_case(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .commit_s = 60 };
+	struct bdev *bd = tf_mkfs(bs, 64u << 20), *img;
+	struct mfs_fs *fs = tf_mount_opts(bd, &o);
+	uint64_t ino;
+	size_t pos;
+
+	crowd_make(fs);
+	t_ok(mfs_unmount(fs));
+	fs = tf_mount_opts(bd, &o);
+	bdev_mem_record(bd, true);
+	ino = create(fs, "kept");
+	tf_write(fs, ino, 0, 100, 8);
+	crowd_walk(fs);
+	t_ok(mfs_fsync(fs, tf_ino(fs, "kept"), false));
+	pos = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	t_ok(bdev_mem_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
+	fs = tf_mount(img);
+	tf_verify(fs, tf_ino(fs, "kept"), 0, 100, 8);
+	tf_unmount_check(fs, img);
+	bdev_close(img);
+	bdev_close(bd);
+}
+
 static void check_image(struct bdev *img, size_t prefix)
 {
 	struct mfs_fs *fs = tf_mount(img);
@@ -136,6 +360,10 @@ int main(void)
 	struct mfs_fs *fs = tf_mount_opts(bd, &o);
 	size_t n, images = 0;
 
+	slow_symlink_case();
+	truncate_case();
+	tail_case();
+	evicted_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_mem_record(bd, true);
