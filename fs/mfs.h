@@ -260,6 +260,10 @@ struct mfs_mount_opts {
 	bool errors_ro;              /* errors=remount-ro, else continue */
 	bool force;                  /* mount even when marked with errors */
 	bool no_flusher;             /* tests: write back only when asked */
+	/* Memory for the indexes of big directories; 0: a quarter of the
+	 * cache budget, at least 8 MiB.  Below one index's size, none is
+	 * built and big directories are walked. */
+	uint64_t dirhash_bytes;
 };
 
 /* Who asks, as the kernel reports the caller. */

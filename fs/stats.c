@@ -46,10 +46,27 @@ static void fs_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "fs_writes", LOAD(fs->st.writes));
 	put(o, "fs_fsyncs", LOAD(fs->st.fsyncs));
 	put(o, "fs_handles", LOAD(fs->st.handles));
-	put(o, "dir_pages_checked", LOAD(fs->st.dir_checked));
-	put(o, "dir_pages_bad", LOAD(fs->st.dir_bad));
+}
+
+static void dir_stats(struct mfs_fs *fs, struct out *o)
+{
+	uint64_t bytes, max;
+	uint32_t count;
+
+	pthread_mutex_lock(&fs->dh_list_lock);
+	bytes = fs->dh_bytes;
+	max = fs->dh_max;
+	count = fs->dh_count;
+	pthread_mutex_unlock(&fs->dh_list_lock);
+	put(o, "dir_pages_validated", LOAD(fs->st.dir_checked));
+	put(o, "dir_pages_rejected", LOAD(fs->st.dir_bad));
+	put(o, "dir_blocks_scanned", LOAD(fs->st.dir_scans));
 	put(o, "dirhash_builds", LOAD(fs->st.dirhash_builds));
 	put(o, "dirhash_hits", LOAD(fs->st.dirhash_hits));
+	put(o, "dirhash_drops", LOAD(fs->st.dirhash_drops));
+	put(o, "dirhash_dirs", count);
+	put(o, "dirhash_bytes", bytes);
+	put(o, "dirhash_max_bytes", max);
 }
 
 static void cache_stats(struct mfs_fs *fs, struct out *o)
@@ -80,6 +97,8 @@ static void jnl_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "jnl_handles", st.handles);
 	put(o, "jnl_blocks_logged", st.blocks_logged);
 	put(o, "jnl_revokes", st.revokes);
+	put(o, "jnl_commit_mean_us", st.commits ? st.commit_ns_total / st.commits / 1000 : 0);
+	put(o, "jnl_commit_max_us", st.commit_ns_max / 1000);
 	put(o, "jnl_checkpoints", st.checkpoints);
 	put(o, "jnl_log_full_waits", st.log_full_waits);
 	put(o, "jnl_pinned", st.pinned);
@@ -95,6 +114,7 @@ size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
 	if (buf && size)
 		buf[0] = 0;
 	fs_stats(fs, &o);
+	dir_stats(fs, &o);
 	cache_stats(fs, &o);
 	jnl_stats(fs, &o);
 	return o.len;
