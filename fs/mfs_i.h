@@ -107,6 +107,11 @@ struct mfs_fs {
 	uint64_t dh_seed;                /* the names' hash, random per mount */
 	_Atomic uint64_t dh_frees;       /* indexes freed: memory came back */
 
+	struct timespec mounted_at;      /* the control files' times */
+	pthread_mutex_t stats_lock;      /* leaf: the source below */
+	mfs_stats_fn stats_fn;
+	void *stats_arg;
+
 	struct {
 		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;
 		_Atomic uint64_t dir_checked, dir_bad, handles, fsyncs;
@@ -313,6 +318,25 @@ int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr);
 int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 			uint64_t size);
+
+/* ctl.c: the control directory and its statistics file, in memory */
+bool mfs_ctl_ino(uint64_t ino);
+/* @dir is one of them, or @name in @dir names one. */
+bool mfs_ctl_name(uint64_t dir, const char *name);
+void mfs_ctl_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
+int mfs_ctl_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+		   const char *name, struct stat *st, uint64_t *gen);
+/* What creating (@create) or removing or renaming @name of @dir gets,
+ * when mfs_ctl_name() says it is theirs. */
+int mfs_ctl_change(uint64_t dir, const char *name, bool create);
+int mfs_ctl_access(uint64_t ino, int mask);
+/* The statistics' text as of now, for an open of @ino with @flags. */
+int mfs_ctl_open(struct mfs_fs *fs, uint64_t ino, int flags, char **text,
+		 size_t *len);
+ssize_t mfs_ctl_read(const char *text, size_t len, void *buf, size_t size,
+		     uint64_t off);
+int mfs_ctl_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
+		    mfs_filldir_t fill, void *ctx);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

@@ -88,11 +88,11 @@ static void cache_stats(struct mfs_fs *fs, struct out *o)
 
 static void jnl_stats(struct mfs_fs *fs, struct out *o)
 {
-	struct jnl_stats st;
+	struct jnl_stats st = { 0 };
 
-	if (!fs->j)
-		return;
-	jnl_get_stats(fs->j, &st);
+	/* A read-only mount runs no journal: its keys stay, at zero. */
+	if (fs->j)
+		jnl_get_stats(fs->j, &st);
 	put(o, "jnl_commits", st.commits);
 	put(o, "jnl_handles", st.handles);
 	put(o, "jnl_blocks_logged", st.blocks_logged);
@@ -107,6 +107,19 @@ static void jnl_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "jnl_log_size", st.log_size);
 }
 
+/* The source's lines after ours; the source is called under stats_lock
+ * so that it is not removed while it runs. */
+static void source_stats(struct mfs_fs *fs, struct out *o)
+{
+	size_t at = UT_MIN(o->len, o->size);
+
+	pthread_mutex_lock(&fs->stats_lock);
+	if (fs->stats_fn)
+		o->len += fs->stats_fn(fs->stats_arg, o->buf ? o->buf + at : NULL,
+				       o->len < o->size ? o->size - o->len : 0);
+	pthread_mutex_unlock(&fs->stats_lock);
+}
+
 size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
 {
 	struct out o = { buf, size, 0 };
@@ -117,5 +130,14 @@ size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
 	dir_stats(fs, &o);
 	cache_stats(fs, &o);
 	jnl_stats(fs, &o);
+	source_stats(fs, &o);
 	return o.len;
+}
+
+void mfs_stats_set_source(struct mfs_fs *fs, mfs_stats_fn fn, void *arg)
+{
+	pthread_mutex_lock(&fs->stats_lock);
+	fs->stats_fn = fn;
+	fs->stats_arg = arg;
+	pthread_mutex_unlock(&fs->stats_lock);
 }
