@@ -1,5 +1,5 @@
 /*
- * t_stats - the control directory "/.miscfs" and its file "stats" in the
+ * t_ctl - the control directory "/.miscfs" and its file "stats" in the
  * core: lookup finds them and readdir of the root does not list them; the
  * file reads as "key: value" lines with every key promised, one snapshot
  * per open, counters that move; nothing can write, remove, rename, link
