@@ -3,12 +3,15 @@
  * inode numbers (FUSE's root is 1, the filesystem's MFS_ROOT_INO), the
  * caller's credentials, and each reply.  Every request ends in exactly one
  * fuse_reply_*; errors are negative errno from the core, turned positive
- * here only.
+ * here only.  Each request's count and time in here (the call, the core's
+ * work and the reply) go into the filesystem's statistics file.
  */
 #include "fuse_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,6 +263,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)f;
+	fi->direct_io = mfs_file_direct(f);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		mfs_release(fs_of(req), f);      /* the caller was interrupted */
 }
@@ -283,6 +287,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	e.generation = gen;
 	e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
 	fi->fh = (uintptr_t)f;
+	fi->direct_io = mfs_file_direct(f);    /* O_CREAT of the statistics */
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		mfs_release(fs_of(req), f);
 		mfs_forget(fs_of(req), to_mfs(e.ino), 1);
@@ -497,9 +502,108 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	reply_err(req, mfs_access(fs_of(req), cred_of(req, &cb), to_mfs(ino), mask));
 }
 
+/* ---- request statistics -------------------------------------------------- */
+
+#define OPS(X) X(lookup) X(forget) X(forget_multi) X(getattr) X(setattr)         \
+	X(readlink) X(mknod) X(mkdir) X(symlink) X(link) X(unlink) X(rmdir)      \
+	X(rename) X(open) X(create) X(read) X(write) X(flush) X(release)         \
+	X(fsync) X(opendir) X(readdir) X(readdirplus) X(releasedir) X(fsyncdir) \
+	X(statfs) X(access)
+
+#define OP_ENUM(op) OP_##op,
+#define OP_NAME(op) #op,
+enum { OPS(OP_ENUM) NOPS };
+static const char *const op_names[NOPS] = { OPS(OP_NAME) };
+
+/* One daemon serves one mount: the counts are the process's. */
+static struct {
+	_Atomic uint64_t n, ns;
+} op_stats[NOPS];
+
+static void account(int op, uint64_t t0)
+{
+	uint64_t ns = ut_now_ns() - t0;
+
+	atomic_fetch_add_explicit(&op_stats[op].n, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&op_stats[op].ns, ns, memory_order_relaxed);
+}
+
+/* "fuse_OP_requests" and "fuse_OP_mean_ns" for every operation. */
+static size_t format_requests(void *arg, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	(void)arg;
+	for (int i = 0; i < NOPS; i++) {
+		uint64_t n = atomic_load(&op_stats[i].n), ns = atomic_load(&op_stats[i].ns);
+		int k = snprintf(buf ? buf + UT_MIN(len, size) : NULL,
+				 len < size ? size - len : 0,
+				 "fuse_%s_requests: %" PRIu64 "\nfuse_%s_mean_ns: %" PRIu64 "\n",
+				 op_names[i], n, op_names[i], n ? ns / n : 0);
+
+		if (k > 0)
+			len += (size_t)k;
+	}
+	return len;
+}
+
+/* Every operation through a wrapper that times it: each one replies
+ * before it returns, so the time covers the whole request here. */
+#define TIMED(op, params, args)                                          \
+	static void timed_##op params                                    \
+	{                                                                \
+		uint64_t t0 = ut_now_ns();                               \
+		op_##op args;                                            \
+		account(OP_##op, t0);                                    \
+	}
+
+TIMED(lookup, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
+TIMED(forget, (fuse_req_t req, fuse_ino_t ino, uint64_t nlookup), (req, ino, nlookup))
+TIMED(forget_multi, (fuse_req_t req, size_t count, struct fuse_forget_data *forgets),
+      (req, count, forgets))
+TIMED(getattr, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+TIMED(setattr, (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi), (req, ino, attr, to_set, fi))
+TIMED(readlink, (fuse_req_t req, fuse_ino_t ino), (req, ino))
+TIMED(mknod, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
+      (req, parent, name, mode, rdev))
+TIMED(mkdir, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode),
+      (req, parent, name, mode))
+TIMED(symlink, (fuse_req_t req, const char *target, fuse_ino_t parent, const char *name),
+      (req, target, parent, name))
+TIMED(link, (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname),
+      (req, ino, newparent, newname))
+TIMED(unlink, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
+TIMED(rmdir, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
+TIMED(rename, (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags),
+      (req, parent, name, newparent, newname, flags))
+TIMED(open, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+TIMED(create, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi), (req, parent, name, mode, fi))
+TIMED(read, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi), (req, ino, size, off, fi))
+TIMED(write, (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi), (req, ino, buf, size, off, fi))
+TIMED(flush, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+TIMED(release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+TIMED(fsync, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
+      (req, ino, datasync, fi))
+TIMED(opendir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+TIMED(readdir, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi), (req, ino, size, off, fi))
+TIMED(readdirplus, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi), (req, ino, size, off, fi))
+TIMED(releasedir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+      (req, ino, fi))
+TIMED(fsyncdir, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
+      (req, ino, datasync, fi))
+TIMED(statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
+TIMED(access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	mfs_stats_set_source(userdata, format_requests, NULL);
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* The daemon caches pages itself; the kernel's writeback cache would
@@ -509,31 +613,31 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 const struct fuse_lowlevel_ops mfs_fuse_ops = {
 	.init = op_init,
-	.lookup = op_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.mknod = op_mknod,
-	.mkdir = op_mkdir,
-	.symlink = op_symlink,
-	.link = op_link,
-	.unlink = op_unlink,
-	.rmdir = op_rmdir,
-	.rename = op_rename,
-	.open = op_open,
-	.create = op_create,
-	.read = op_read,
-	.write = op_write,
-	.flush = op_flush,
-	.release = op_release,
-	.fsync = op_fsync,
-	.opendir = op_opendir,
-	.readdir = op_readdir,
-	.readdirplus = op_readdirplus,
-	.releasedir = op_releasedir,
-	.fsyncdir = op_fsyncdir,
-	.statfs = op_statfs,
-	.access = op_access,
+	.lookup = timed_lookup,
+	.forget = timed_forget,
+	.forget_multi = timed_forget_multi,
+	.getattr = timed_getattr,
+	.setattr = timed_setattr,
+	.readlink = timed_readlink,
+	.mknod = timed_mknod,
+	.mkdir = timed_mkdir,
+	.symlink = timed_symlink,
+	.link = timed_link,
+	.unlink = timed_unlink,
+	.rmdir = timed_rmdir,
+	.rename = timed_rename,
+	.open = timed_open,
+	.create = timed_create,
+	.read = timed_read,
+	.write = timed_write,
+	.flush = timed_flush,
+	.release = timed_release,
+	.fsync = timed_fsync,
+	.opendir = timed_opendir,
+	.readdir = timed_readdir,
+	.readdirplus = timed_readdirplus,
+	.releasedir = timed_releasedir,
+	.fsyncdir = timed_fsyncdir,
+	.statfs = timed_statfs,
+	.access = timed_access,
 };

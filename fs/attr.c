@@ -71,8 +71,11 @@ int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	       int mask)
 {
 	struct mfs_node *n;
-	int err = mfs_iget(fs, ino, &n);
+	int err;
 
+	if (mfs_ctl_ino(ino))
+		return mfs_ctl_access(ino, mask);
+	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	err = mfs_permission(n, cr, mask & (R_OK | W_OK | X_OK));
@@ -341,7 +344,7 @@ int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 		const struct mfs_setattr *sa, struct stat *st)
 {
 	struct mfs_node *n;
-	int err = mfs_check_rw(fs);
+	int err = mfs_ctl_ino(ino) ? -EPERM : mfs_check_rw(fs);
 
 	if (!err)
 		err = mfs_iget(fs, ino, &n);

@@ -11,12 +11,30 @@
  * Changes happen under the directory's rwsem held for writing and a
  * journal handle: the page is journalled at its home block and never
  * dirtied in the page cache.  Readers hold the rwsem for reading.
+ *
+ * A directory of INDEX_BLOCKS blocks or more gets an index in memory
+ * (dirhash.c) when a name is first looked up or added: built in one
+ * sequential read of its blocks, then kept exact here by every change to
+ * a block, under dh_lock taken after the page lock is let go.  A lookup
+ * then reads the block the index names, an insert the block it says has
+ * room, whatever the directory's size.  Without an index (a small
+ * directory, a spent memory budget) both walk the blocks in order.
+ * Every walk of a block's records counts in st.dir_scans, so that tests
+ * can see the work an operation does.
  */
 #include "mfs_i.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
+
+/* Smallest directory worth an index: below it a walk costs little. */
+#define INDEX_BLOCKS 4u
+/* A lookup falls back to the walk if more places share a name's hash. */
+#define MAX_PLACES 8
+/* Returned by the index's helpers for a directory without an index. */
+#define NO_INDEX 2
 
 uint8_t mfs_mode_to_ft(uint16_t mode)
 {
@@ -40,6 +58,17 @@ static uint32_t dir_end(struct mfs_fs *fs)
 static struct mfs_dirent *dirent_at(struct pc_page *pg, uint32_t off)
 {
 	return (struct mfs_dirent *)((char *)pg->data + off);
+}
+
+static void scanned(struct mfs_node *dir)
+{
+	atomic_fetch_add_explicit(&dir->fs->st.dir_scans, 1, memory_order_relaxed);
+}
+
+/* Bytes of a record its entry uses (0 for an unused record). */
+static uint32_t used_len(const struct mfs_dirent *de)
+{
+	return de->inode ? MFS_DIRENT_LEN(de->name_len) : 0;
 }
 
 static uint64_t dir_blocks(struct mfs_node *dir)
@@ -72,24 +101,165 @@ static void check_page(struct mfs_node *dir, uint64_t lblk, struct pc_page *pg)
 		  lblk, why);
 }
 
-int mfs_dir_page(struct mfs_node *dir, uint64_t lblk, struct pc_page **out)
+/* A page just read is checked once; -EIO (and its reference dropped) if
+ * it is bad. */
+static int page_checked(struct mfs_node *dir, uint64_t lblk, struct pc_page *pg)
 {
-	struct pc_page *pg;
-	int err = pc_read_cache_page(dir->map, lblk, &pg);
-
-	if (err)
-		return err;
 	if (!PageMiscFS(pg)) {
 		pc_lock_page(pg);
 		check_page(dir, lblk, pg);
 		pc_unlock_page(pg);
 	}
-	if (!PageMiscFS(pg)) {
-		pc_put_page(pg);
-		return -EIO;
+	if (PageMiscFS(pg))
+		return 0;
+	pc_put_page(pg);
+	return -EIO;
+}
+
+int mfs_dir_page(struct mfs_node *dir, uint64_t lblk, struct pc_page **out)
+{
+	struct pc_page *pg;
+	int err = pc_read_cache_page(dir->map, lblk, &pg);
+
+	if (!err)
+		err = page_checked(dir, lblk, pg);
+	if (!err)
+		*out = pg;
+	return err;
+}
+
+/* mfs_dir_page for a reader of blocks @lblk to @n in order: readahead
+ * turns the walk into a few large reads. */
+static int dir_page_seq(struct mfs_node *dir, struct pc_ra_state *ra, uint64_t lblk,
+			uint64_t n, struct pc_page **out)
+{
+	unsigned nr = (unsigned)UT_MIN(n - lblk, (uint64_t)UINT_MAX);
+	struct pc_page *pg;
+	int err = pc_read_page_ra(dir->map, ra, lblk, nr, n, &pg);
+
+	if (!err)
+		err = page_checked(dir, lblk, pg);
+	if (!err)
+		*out = pg;
+	return err;
+}
+
+/* ---- the index ----------------------------------------------------------- */
+
+/* Largest record an insert could place in @pg. */
+static uint32_t block_room(struct mfs_node *dir, struct pc_page *pg)
+{
+	uint32_t end = dir_end(dir->fs), off = 0, room = 0;
+
+	scanned(dir);
+	while (off < end) {
+		const struct mfs_dirent *de = dirent_at(pg, off);
+		uint32_t rec = le16toh(de->rec_len);
+
+		room = UT_MAX(room, rec - used_len(de));
+		off += rec;
 	}
-	*out = pg;
-	return 0;
+	return room;
+}
+
+/* Block @b's names and room into @dh. */
+static int index_block(struct mfs_node *dir, struct mfs_dirhash *dh,
+		       struct pc_ra_state *ra, uint64_t b, uint64_t n)
+{
+	struct mfs_fs *fs = dir->fs;
+	uint32_t end = dir_end(fs), off = 0, room = 0;
+	struct pc_page *pg;
+	int err = dir_page_seq(dir, ra, b, n, &pg);
+
+	if (err)
+		return err;
+	scanned(dir);
+	while (off < end && !err) {
+		const struct mfs_dirent *de = dirent_at(pg, off);
+		uint32_t rec = le16toh(de->rec_len);
+
+		room = UT_MAX(room, rec - used_len(de));
+		if (de->inode)
+			err = mfs_dh_add(dh, mfs_dh_hash(fs, de->name, de->name_len), b, off);
+		off += rec;
+	}
+	pc_put_page(pg);
+	return err ? err : mfs_dh_set_room(dh, b, room);
+}
+
+/* dh_lock held.  A build that fails (memory budget, a bad block) is not
+ * tried again before some index has given its memory back. */
+static void index_build(struct mfs_node *dir)
+{
+	struct mfs_fs *fs = dir->fs;
+	uint64_t n = dir_blocks(dir);
+	struct mfs_dirhash *dh;
+	struct pc_ra_state ra;
+	int err = mfs_dh_create(dir, &dh);
+
+	pc_ra_init(&ra);
+	for (uint64_t b = 0; b < n && !err; b++) {
+		err = index_block(dir, dh, &ra, b, n);
+		if (err)
+			mfs_dh_destroy(dh);
+	}
+	if (err) {
+		dir->dh_failed = atomic_load(&fs->dh_frees) + 1;
+		return;
+	}
+	dir->dh = dh;
+	atomic_fetch_add(&fs->st.dirhash_builds, 1);
+}
+
+/* The directory's index, built if it is big enough; NULL: none.
+ * dh_lock held. */
+static struct mfs_dirhash *index_get(struct mfs_node *dir)
+{
+	if (!dir->dh && dir_blocks(dir) >= INDEX_BLOCKS &&
+	    dir->dh_failed != atomic_load(&dir->fs->dh_frees) + 1)
+		index_build(dir);
+	if (dir->dh)
+		mfs_dh_touch(dir->dh);
+	return dir->dh;
+}
+
+/* dh_lock held: the index cannot follow (memory, or it disagrees with a
+ * block); the directory is walked until it is built again. */
+static void index_drop(struct mfs_node *dir)
+{
+	mfs_dh_destroy(dir->dh);
+	dir->dh = NULL;
+	atomic_fetch_add(&dir->fs->st.dirhash_drops, 1);
+}
+
+/* Block @lblk (page @pg, referenced, unlocked) of @dir gained (@added) or
+ * lost the record of @hash at @off. */
+static void index_note(struct mfs_node *dir, struct pc_page *pg, uint64_t lblk,
+		       uint64_t hash, uint32_t off, bool added)
+{
+	struct mfs_dirhash *dh;
+	int err;
+
+	pthread_mutex_lock(&dir->dh_lock);
+	dh = dir->dh;
+	if (dh) {
+		err = added ? mfs_dh_add(dh, hash, lblk, off) :
+			      mfs_dh_del(dh, hash, lblk, off);
+		if (!err)
+			err = mfs_dh_set_room(dh, lblk, block_room(dir, pg));
+		if (err)
+			index_drop(dir);
+	}
+	pthread_mutex_unlock(&dir->dh_lock);
+}
+
+void mfs_dirhash_free(struct mfs_node *dir)
+{
+	pthread_mutex_lock(&dir->dh_lock);
+	if (dir->dh)
+		mfs_dh_destroy(dir->dh);
+	dir->dh = NULL;
+	pthread_mutex_unlock(&dir->dh_lock);
 }
 
 /* ---- finding names ------------------------------------------------------- */
@@ -109,6 +279,7 @@ static int find_in_block(struct mfs_node *dir, uint64_t lblk, const char *name,
 
 	if (err)
 		return err;
+	scanned(dir);
 	while (off < end && !found) {
 		const struct mfs_dirent *de = dirent_at(pg, off);
 
@@ -124,12 +295,65 @@ static int find_in_block(struct mfs_node *dir, uint64_t lblk, const char *name,
 	return found;
 }
 
+/* 1 and @loc if the record at @at of block @lblk holds @name.  The walk
+ * from the block's start finds the record before it, which a removal
+ * needs, and proves @at a record's start. */
+static int find_at(struct mfs_node *dir, uint64_t lblk, uint32_t at,
+		   const char *name, size_t len, struct mfs_dirloc *loc)
+{
+	uint32_t end = dir_end(dir->fs), off = 0, prev = 0;
+	const struct mfs_dirent *de;
+	struct pc_page *pg;
+	int err = mfs_dir_page(dir, lblk, &pg), found = 0;
+
+	if (err)
+		return err;
+	scanned(dir);
+	while (off < at && off < end) {
+		prev = off;
+		off += le16toh(dirent_at(pg, off)->rec_len);
+	}
+	de = dirent_at(pg, off);
+	if (off == at && off < end && name_is(de, name, len)) {
+		*loc = (struct mfs_dirloc){ lblk, off, prev, le32toh(de->inode),
+					    de->file_type };
+		found = 1;
+	}
+	pc_put_page(pg);
+	return found;
+}
+
+/* Through the index: 0 and @loc, -ENOENT, -errno, or NO_INDEX. */
+static int index_find(struct mfs_node *dir, const char *name, size_t len,
+		      struct mfs_dirloc *loc)
+{
+	struct mfs_dh_place pl[MAX_PLACES];
+	uint64_t hash = mfs_dh_hash(dir->fs, name, len);
+	int n = -1, found = 0;
+
+	pthread_mutex_lock(&dir->dh_lock);
+	if (index_get(dir))
+		n = mfs_dh_lookup(dir->dh, hash, pl, MAX_PLACES);
+	pthread_mutex_unlock(&dir->dh_lock);
+	if (n < 0 || n > MAX_PLACES)
+		return NO_INDEX;
+	atomic_fetch_add(&dir->fs->st.dirhash_hits, 1);
+	for (int i = 0; i < n && !found; i++)
+		found = find_at(dir, pl[i].lblk, pl[i].off, name, len, loc);
+	if (found < 0)
+		return found;
+	return found ? 0 : -ENOENT;
+}
+
 int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
 		 struct mfs_dirloc *loc)
 {
 	uint64_t n = dir_blocks(dir);
-	int err = 0;
+	int err = index_find(dir, name, len, loc);
 
+	if (err != NO_INDEX)
+		return err;
+	err = 0;
 	for (uint64_t b = 0; b < n && !err; b++)
 		err = find_in_block(dir, b, name, len, loc);
 	if (err < 0)
@@ -174,6 +398,15 @@ static int dir_done(struct mfs_node *dir, struct jnl_handle *h, uint64_t pblk,
 	return err;
 }
 
+/* An entry to add. */
+struct newent {
+	const char *name;
+	size_t len;
+	uint32_t ino;
+	uint8_t type;
+	uint64_t hash;               /* for the index */
+};
+
 static void put_entry(struct mfs_dirent *de, uint32_t rec, const char *name,
 		      size_t len, uint32_t ino, uint8_t type)
 {
@@ -189,45 +422,46 @@ static uint32_t find_room(struct mfs_node *dir, struct pc_page *pg, uint32_t nee
 {
 	uint32_t end = dir_end(dir->fs), off = 0;
 
+	scanned(dir);
 	while (off < end) {
 		const struct mfs_dirent *de = dirent_at(pg, off);
 		uint32_t rec = le16toh(de->rec_len);
-		uint32_t used = de->inode ? MFS_DIRENT_LEN(de->name_len) : 0;
 
-		if (rec - used >= need)
+		if (rec - used_len(de) >= need)
 			return off;
 		off += rec;
 	}
 	return end;
 }
 
-/* Insert into the record at @off of a locked page, which has room. */
-static void insert_at(struct pc_page *pg, uint32_t off, const char *name,
-		      size_t len, uint32_t ino, uint8_t type)
+/* Insert into the record at @off of a locked page, which has room;
+ * returns where the new record starts. */
+static uint32_t insert_at(struct pc_page *pg, uint32_t off, const struct newent *e)
 {
 	struct mfs_dirent *de = dirent_at(pg, off);
-	uint32_t rec = le16toh(de->rec_len);
-	uint32_t used = de->inode ? MFS_DIRENT_LEN(de->name_len) : 0;
+	uint32_t rec = le16toh(de->rec_len), used = used_len(de);
 
 	if (used) {
 		de->rec_len = htole16((uint16_t)used);
 		de = dirent_at(pg, off + used);
 		rec -= used;
 	}
-	put_entry(de, rec, name, len, ino, type);
+	put_entry(de, rec, e->name, e->len, e->ino, e->type);
+	return off + used;
 }
 
+/* 1 if @e went into block @lblk, 0 if it has no room. */
 static int add_to_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
-			const char *name, size_t len, uint32_t ino, uint8_t type)
+			const struct newent *e)
 {
-	uint32_t need = MFS_DIRENT_LEN(len), off;
+	uint32_t off;
 	struct pc_page *pg;
 	uint64_t pblk;
 	int err = mfs_dir_page(dir, lblk, &pg);
 
 	if (err)
 		return err;
-	off = find_room(dir, pg, need);
+	off = find_room(dir, pg, MFS_DIRENT_LEN(e->len));
 	pc_put_page(pg);
 	if (off >= dir_end(dir->fs))
 		return 0;
@@ -235,11 +469,51 @@ static int add_to_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lbl
 	if (err)
 		return err;
 	pc_lock_page(pg);
-	insert_at(pg, off, name, len, ino, type);
+	off = insert_at(pg, off, e);
 	dir_seal(dir, pg);
 	pc_unlock_page(pg);
+	index_note(dir, pg, lblk, e->hash, off, true);
 	err = dir_done(dir, h, pblk, pg);
 	return err ? err : 1;
+}
+
+/* Walk the @n blocks for room: 1 placed, 0 none has room. */
+static int add_walk(struct mfs_node *dir, struct jnl_handle *h, uint64_t n,
+		    const struct newent *e)
+{
+	int placed = 0;
+
+	for (uint64_t b = 0; b < n && !placed; b++)
+		placed = add_to_block(dir, h, b, e);
+	return placed;
+}
+
+/* Through the index: 1 placed, 0 no block has room, -errno, or
+ * NO_INDEX. */
+static int index_add(struct mfs_node *dir, struct jnl_handle *h, uint64_t n,
+		     const struct newent *e)
+{
+	int64_t b = -1;
+	int placed;
+
+	pthread_mutex_lock(&dir->dh_lock);
+	if (!index_get(dir)) {
+		pthread_mutex_unlock(&dir->dh_lock);
+		return NO_INDEX;
+	}
+	b = mfs_dh_find_room(dir->dh, MFS_DIRENT_LEN(e->len));
+	pthread_mutex_unlock(&dir->dh_lock);
+	if (b < 0)
+		return 0;
+	placed = add_to_block(dir, h, (uint64_t)b, e);
+	if (placed)
+		return placed;
+	/* The index said room and the block has none: it cannot be trusted. */
+	pthread_mutex_lock(&dir->dh_lock);
+	if (dir->dh)
+		index_drop(dir);
+	pthread_mutex_unlock(&dir->dh_lock);
+	return NO_INDEX;
 }
 
 /* A new block @lblk for @dir, holding one unused record (or the first
@@ -284,20 +558,22 @@ static int new_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
 int mfs_dir_add(struct mfs_node *dir, struct jnl_handle *h, const char *name,
 		size_t len, uint32_t ino, uint8_t type)
 {
+	struct newent e = { name, len, ino, type, mfs_dh_hash(dir->fs, name, len) };
 	uint64_t n = dir_blocks(dir), pblk;
 	struct pc_page *pg;
-	int err = 0;
+	int placed = index_add(dir, h, n, &e);
 
-	for (uint64_t b = 0; b < n && !err; b++)
-		err = add_to_block(dir, h, b, name, len, ino, type);
-	if (err)
-		return err < 0 ? err : 0;
-	err = new_block(dir, h, n, &pg, &pblk);
-	if (err)
-		return err;
-	insert_at(pg, 0, name, len, ino, type);
+	if (placed == NO_INDEX)
+		placed = add_walk(dir, h, n, &e);
+	if (placed)
+		return placed < 0 ? placed : 0;
+	placed = new_block(dir, h, n, &pg, &pblk);
+	if (placed)
+		return placed;
+	insert_at(pg, 0, &e);
 	dir_seal(dir, pg);
 	pc_unlock_page(pg);
+	index_note(dir, pg, n, e.hash, 0, true);
 	return dir_done(dir, h, pblk, pg);
 }
 
@@ -305,12 +581,15 @@ int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
 		   const struct mfs_dirloc *loc)
 {
 	struct pc_page *pg;
-	uint64_t pblk;
+	const struct mfs_dirent *gone;
+	uint64_t pblk, hash;
 	int err = dir_access(dir, h, loc->lblk, &pg, &pblk);
 
 	if (err)
 		return err;
 	pc_lock_page(pg);
+	gone = dirent_at(pg, loc->off);
+	hash = mfs_dh_hash(dir->fs, gone->name, gone->name_len);
 	if (loc->off) {
 		struct mfs_dirent *prev = dirent_at(pg, loc->prev_off);
 		struct mfs_dirent *de = dirent_at(pg, loc->off);
@@ -322,6 +601,7 @@ int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
 	}
 	dir_seal(dir, pg);
 	pc_unlock_page(pg);
+	index_note(dir, pg, loc->lblk, hash, loc->off, false);
 	return dir_done(dir, h, pblk, pg);
 }
 
@@ -372,12 +652,18 @@ int mfs_dir_is_empty(struct mfs_node *dir)
 	uint32_t end = dir_end(dir->fs);
 	int empty = 1;
 
+	/* An index counts the names: more than "." and ".." is not empty. */
+	pthread_mutex_lock(&dir->dh_lock);
+	if (dir->dh && mfs_dh_count(dir->dh) > 2)
+		empty = 0;
+	pthread_mutex_unlock(&dir->dh_lock);
 	for (uint64_t b = 0; b < n && empty == 1; b++) {
 		struct pc_page *pg;
 		int err = mfs_dir_page(dir, b, &pg);
 
 		if (err)
 			return err;
+		scanned(dir);
 		for (uint32_t off = 0; off < end && empty;) {
 			const struct mfs_dirent *de = dirent_at(pg, off);
 
@@ -388,11 +674,6 @@ int mfs_dir_is_empty(struct mfs_node *dir)
 		pc_put_page(pg);
 	}
 	return empty;
-}
-
-void mfs_dirhash_free(struct mfs_node *dir)
-{
-	(void)dir;
 }
 
 /* ---- readdir ------------------------------------------------------------- */

@@ -20,13 +20,17 @@
 /* Pages per write handle. */
 #define WRITE_CHUNK 16u
 
+/* n is NULL for the statistics file (ctl.c), which reads @text. */
 struct mfs_file {
 	struct mfs_node *n;
 	int flags;
 	pthread_mutex_t ra_lock;
 	struct pc_ra_state ra;
+	char *text;
+	size_t text_len;
 };
 
+/* n is NULL for the control directory. */
 struct mfs_dir {
 	struct mfs_node *n;
 };
@@ -86,12 +90,35 @@ static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
 	return err;
 }
 
+static int ctl_open(struct mfs_fs *fs, uint64_t ino, int flags,
+		    struct mfs_file **out)
+{
+	struct mfs_file *f = calloc(1, sizeof(*f));
+	int err = f ? mfs_ctl_open(fs, ino, flags, &f->text, &f->text_len) : -ENOMEM;
+
+	if (err) {
+		free(f);
+		return err;
+	}
+	f->flags = flags;
+	*out = f;
+	return 0;
+}
+
+bool mfs_file_direct(const struct mfs_file *f)
+{
+	return !f->n;
+}
+
 int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	     int flags, struct mfs_file **out)
 {
 	struct mfs_node *n;
-	int err = mfs_iget(fs, ino, &n);
+	int err;
 
+	if (mfs_ctl_ino(ino))
+		return ctl_open(fs, ino, flags, out);
+	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	err = open_checks(n, cr, flags);
@@ -140,6 +167,11 @@ again:
 int mfs_release(struct mfs_fs *fs, struct mfs_file *f)
 {
 	(void)fs;
+	if (!f->n) {
+		free(f->text);
+		free(f);
+		return 0;
+	}
 	mfs_node_opened(f->n, -1);
 	mfs_iput(f->n);
 	pthread_mutex_destroy(&f->ra_lock);
@@ -203,6 +235,8 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 	size_t done = 0;
 	int err = 0;
 
+	if (!n)
+		return mfs_ctl_read(f->text, f->text_len, buf, size, off);
 	if (S_ISDIR(node_mode(n)))
 		return -EISDIR;
 	if (!S_ISREG(node_mode(n)) || !n->map)
@@ -358,7 +392,7 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 	struct mfs_node *n = f->n;
 	uint64_t max = mfs_max_file_size(fs->bs);
 	size_t done = 0;
-	int err = mfs_check_rw(fs);
+	int err = n ? mfs_check_rw(fs) : -EBADF;
 
 	if (err)
 		return err;
@@ -388,8 +422,11 @@ int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
 	struct mfs_node *n;
 	uint32_t tid;
 	bool wait;
-	int err = mfs_iget(fs, ino, &n), e;
+	int err, e;
 
+	if (mfs_ctl_ino(ino))
+		return 0;
+	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	atomic_fetch_add(&fs->st.fsyncs, 1);
@@ -410,10 +447,18 @@ int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
 int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 		struct mfs_dir **out)
 {
-	struct mfs_node *n;
+	struct mfs_node *n = NULL;
 	struct mfs_dir *d;
-	int err = mfs_iget(fs, ino, &n);
+	int err;
 
+	if (ino == MFS_STATS_INO)
+		return -ENOTDIR;
+	if (ino == MFS_CTL_DIR_INO) {
+		d = calloc(1, sizeof(*d));
+		*out = d;
+		return d ? 0 : -ENOMEM;
+	}
+	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	if (!S_ISDIR(node_mode(n)))
@@ -437,7 +482,8 @@ int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 {
 	int err;
 
-	(void)fs;
+	if (!d->n)
+		return mfs_ctl_readdir(fs, off, plus, fill, ctx);
 	pthread_rwlock_rdlock(&d->n->rwsem);
 	err = mfs_dir_iterate(d->n, off, plus, fill, ctx);
 	pthread_rwlock_unlock(&d->n->rwsem);
@@ -449,7 +495,8 @@ int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d)
 {
 	(void)fs;
-	mfs_iput(d->n);
+	if (d->n)
+		mfs_iput(d->n);
 	free(d);
 	return 0;
 }

@@ -497,6 +497,8 @@ void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct mfs_node *n;
 
+	if (mfs_ctl_ino(ino))
+		return;             /* in memory for good: nothing to count */
 	pthread_mutex_lock(&fs->icache_lock);
 	n = ino <= UINT32_MAX ? hash_find(fs, (uint32_t)ino) : NULL;
 	if (n && !n->freeing) {
@@ -594,8 +596,13 @@ void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime)
 int mfs_getattr(struct mfs_fs *fs, uint64_t ino, struct stat *st)
 {
 	struct mfs_node *n;
-	int err = mfs_iget(fs, ino, &n);
+	int err;
 
+	if (mfs_ctl_ino(ino)) {
+		mfs_ctl_stat(fs, ino, st);
+		return 0;
+	}
+	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	mfs_node_fill_stat(n, st);

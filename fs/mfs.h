@@ -260,6 +260,10 @@ struct mfs_mount_opts {
 	bool errors_ro;              /* errors=remount-ro, else continue */
 	bool force;                  /* mount even when marked with errors */
 	bool no_flusher;             /* tests: write back only when asked */
+	/* Memory for the indexes of big directories; 0: a quarter of the
+	 * cache budget, at least 8 MiB.  Below one index's size, none is
+	 * built and big directories are walked. */
+	uint64_t dirhash_bytes;
 };
 
 /* Who asks, as the kernel reports the caller. */
@@ -394,11 +398,33 @@ int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 		mfs_filldir_t fill, void *ctx);
 int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d);
 
+/*
+ * Reads of @f must bypass any cache of the caller (FUSE's direct_io): its
+ * text is made at open and its size is not known before.
+ */
+bool mfs_file_direct(const struct mfs_file *f);
+
 /* ---- statistics ---- */
 
+/*
+ * The mounted filesystem shows its statistics in a read-only file
+ * "/.miscfs/stats", made when it is opened.  The directory ".miscfs" is
+ * found by lookup in the root and not listed by readdir; both inodes are
+ * of the format's reserved range and exist only in memory (FORMAT.md).
+ */
+#define MFS_CTL_DIR_INO         9u
+#define MFS_STATS_INO           10u
+#define MFS_CTL_DIR_NAME        ".miscfs"
+
 /* "key: value" lines of the caches', directories' and journal's counters
- * into @buf; returns the length it needs (as snprintf). */
+ * into @buf, then those of the source set below; returns the length it
+ * needs (as snprintf). */
 size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size);
+/* More "key: value" lines for the statistics (the daemon's requests):
+ * formats into @buf as snprintf does and returns the length it needs.
+ * NULL removes it. */
+typedef size_t (*mfs_stats_fn)(void *arg, char *buf, size_t size);
+void mfs_stats_set_source(struct mfs_fs *fs, mfs_stats_fn fn, void *arg);
 
 /* ---- printing (miscfs-debug) --------------------------------------------- */
 

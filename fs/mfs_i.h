@@ -12,6 +12,10 @@
  *   fs->orphan_lock       the orphan list, held across the handle that
  *                         changes it
  *   journal handle        jnl_start .. jnl_stop
+ *   node->dh_lock         a directory's index (under its rwsem): held
+ *                         across the build, which reads the directory's
+ *                         pages, and while it is used or changed; never
+ *                         taken under a page lock
  *   data page locks       a file's or directory's pages
  *   node->map_lock        the block map of one inode (i_block and its
  *                         indirect blocks); taken in readpage(s) and
@@ -20,8 +24,10 @@
  *   metadata page locks   pages of fs->meta (bitmaps, inode tables,
  *                         descriptors, indirect blocks, the superblock)
  *   node->lock, fs->count_lock, fs->pend_lock,
- *   fs->icache_lock       leaves: held for a few instructions, never while
- *                         sleeping on anything above
+ *   fs->icache_lock,
+ *   fs->dh_list_lock      leaves: held for a few instructions, never while
+ *                         sleeping on anything above (under dh_list_lock
+ *                         another directory's dh_lock is only tried)
  */
 #ifndef MISCFS_MFS_I_H
 #define MISCFS_MFS_I_H
@@ -97,10 +103,25 @@ struct mfs_fs {
 	struct ut_list orphans;          /* the nodes on it, in list order */
 	_Atomic uint32_t next_gen;
 
+	/* Indexes of big directories (dirhash.c): their memory against a
+	 * budget, least recently used first. */
+	pthread_mutex_t dh_list_lock;    /* leaf but for trylocks of dh_lock */
+	struct ut_list dh_lru;
+	uint64_t dh_bytes, dh_max;
+	uint32_t dh_count;
+	uint64_t dh_seed;                /* the names' hash, random per mount */
+	_Atomic uint64_t dh_frees;       /* indexes freed: memory came back */
+
+	struct timespec mounted_at;      /* the control files' times */
+	pthread_mutex_t stats_lock;      /* leaf: the source below */
+	mfs_stats_fn stats_fn;
+	void *stats_arg;
+
 	struct {
 		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;
 		_Atomic uint64_t dir_checked, dir_bad, handles, fsyncs;
-		_Atomic uint64_t dirhash_builds, dirhash_hits;
+		_Atomic uint64_t dirhash_builds, dirhash_hits, dirhash_drops;
+		_Atomic uint64_t dir_scans;  /* directory blocks walked */
 	} st;
 };
 
@@ -131,8 +152,9 @@ struct mfs_node {
 
 	struct pc_mapping *map;          /* data pages; NULL: no data */
 	struct jnl_inode ji;
-	struct mfs_dirhash *dh;          /* big directories; under rwsem */
-	pthread_mutex_t dh_lock;         /* building dh under a read rwsem */
+	struct mfs_dirhash *dh;          /* big directories; under dh_lock */
+	pthread_mutex_t dh_lock;         /* dh: its build, use and changes */
+	uint64_t dh_failed;              /* dh_frees + 1 when a build failed */
 };
 
 /* ---- helpers across files ------------------------------------------------ */
@@ -251,6 +273,30 @@ int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
 		    mfs_filldir_t fill, void *ctx);
 void mfs_dirhash_free(struct mfs_node *dir);
 uint8_t mfs_mode_to_ft(uint16_t mode);
+
+/* dirhash.c: the index of a big directory, with dir->dh_lock held */
+struct mfs_dh_place {
+	uint64_t lblk;
+	uint32_t off;
+};
+uint64_t mfs_dh_hash(struct mfs_fs *fs, const char *name, size_t len);
+int mfs_dh_create(struct mfs_node *dir, struct mfs_dirhash **out);
+void mfs_dh_destroy(struct mfs_dirhash *dh);
+void mfs_dh_touch(struct mfs_dirhash *dh);
+/* -ENOMEM when the budget cannot hold it, -EFBIG for a block beyond what
+ * a place can say: the caller drops the index. */
+int mfs_dh_add(struct mfs_dirhash *dh, uint64_t hash, uint64_t lblk, uint32_t off);
+int mfs_dh_del(struct mfs_dirhash *dh, uint64_t hash, uint64_t lblk, uint32_t off);
+/* Places whose name may have @hash: the first @max into @out; returns
+ * how many there are. */
+int mfs_dh_lookup(const struct mfs_dirhash *dh, uint64_t hash,
+		  struct mfs_dh_place *out, int max);
+uint32_t mfs_dh_count(const struct mfs_dirhash *dh);
+/* Block @lblk (at most one past the last) has room for a record of
+ * @room bytes at most. */
+int mfs_dh_set_room(struct mfs_dirhash *dh, uint64_t lblk, uint32_t room);
+/* A block with room for @need bytes, or -1. */
+int64_t mfs_dh_find_room(const struct mfs_dirhash *dh, uint32_t need);
 /* Blocks a directory insert may need (a new block and its indirects). */
 #define MFS_DIR_ADD_BLOCKS 4u
 #define MFS_DIR_ADD_CREDITS 16u
@@ -280,6 +326,25 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 /* Before the file grows past @old under @h: zeros after @old in its
  * last block, ordered before the new size. */
 int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
+
+/* ctl.c: the control directory and its statistics file, in memory */
+bool mfs_ctl_ino(uint64_t ino);
+/* @dir is one of them, or @name in @dir names one. */
+bool mfs_ctl_name(uint64_t dir, const char *name);
+void mfs_ctl_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
+int mfs_ctl_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+		   const char *name, struct stat *st, uint64_t *gen);
+/* What creating (@create) or removing or renaming @name of @dir gets,
+ * when mfs_ctl_name() says it is theirs. */
+int mfs_ctl_change(uint64_t dir, const char *name, bool create);
+int mfs_ctl_access(uint64_t ino, int mask);
+/* The statistics' text as of now, for an open of @ino with @flags. */
+int mfs_ctl_open(struct mfs_fs *fs, uint64_t ino, int flags, char **text,
+		 size_t *len);
+ssize_t mfs_ctl_read(const char *text, size_t len, void *buf, size_t size,
+		     uint64_t off);
+int mfs_ctl_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
+		    mfs_filldir_t fill, void *ctx);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

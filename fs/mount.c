@@ -14,8 +14,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define MFS_DEFAULT_CACHE (64ull << 20)
+/* Directory indexes: a quarter of the cache's budget, at least this. */
+#define MFS_MIN_DIRHASH (8ull << 20)
 
 static int check_features(const struct mfs_super *sb, bool ro)
 {
@@ -264,6 +267,21 @@ static void sb_clean(struct mfs_fs *fs, struct mfs_super *sb)
 
 /* ---- mount --------------------------------------------------------------- */
 
+/* The names' hash is seeded at random, so that nobody can pick names
+ * that collide in a directory's index. */
+static void dirhash_init(struct mfs_fs *fs)
+{
+	uint64_t cache = fs->opts.cache_bytes ? fs->opts.cache_bytes : MFS_DEFAULT_CACHE;
+
+	pthread_mutex_init(&fs->dh_list_lock, NULL);
+	ut_list_init(&fs->dh_lru);
+	fs->dh_max = fs->opts.dirhash_bytes ? fs->opts.dirhash_bytes :
+		     UT_MAX(cache / 4, MFS_MIN_DIRHASH);
+	if (getrandom(&fs->dh_seed, sizeof(fs->dh_seed), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(fs->dh_seed))
+		fs->dh_seed = ut_now_ns() ^ (uintptr_t)fs;
+}
+
 static struct mfs_fs *fs_alloc(struct bdev *bd, const struct mfs_mount_opts *opts)
 {
 	struct mfs_fs *fs = calloc(1, sizeof(*fs));
@@ -283,6 +301,9 @@ static struct mfs_fs *fs_alloc(struct bdev *bd, const struct mfs_mount_opts *opt
 	ut_list_init(&fs->orphans);
 	seed = (uint32_t)ut_now_ns();
 	atomic_store(&fs->next_gen, seed * 2654435761u);
+	dirhash_init(fs);
+	pthread_mutex_init(&fs->stats_lock, NULL);
+	mfs_now(&fs->mounted_at);
 	return fs;
 }
 

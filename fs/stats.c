@@ -46,10 +46,27 @@ static void fs_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "fs_writes", LOAD(fs->st.writes));
 	put(o, "fs_fsyncs", LOAD(fs->st.fsyncs));
 	put(o, "fs_handles", LOAD(fs->st.handles));
-	put(o, "dir_pages_checked", LOAD(fs->st.dir_checked));
-	put(o, "dir_pages_bad", LOAD(fs->st.dir_bad));
+}
+
+static void dir_stats(struct mfs_fs *fs, struct out *o)
+{
+	uint64_t bytes, max;
+	uint32_t count;
+
+	pthread_mutex_lock(&fs->dh_list_lock);
+	bytes = fs->dh_bytes;
+	max = fs->dh_max;
+	count = fs->dh_count;
+	pthread_mutex_unlock(&fs->dh_list_lock);
+	put(o, "dir_pages_validated", LOAD(fs->st.dir_checked));
+	put(o, "dir_pages_rejected", LOAD(fs->st.dir_bad));
+	put(o, "dir_blocks_scanned", LOAD(fs->st.dir_scans));
 	put(o, "dirhash_builds", LOAD(fs->st.dirhash_builds));
 	put(o, "dirhash_hits", LOAD(fs->st.dirhash_hits));
+	put(o, "dirhash_drops", LOAD(fs->st.dirhash_drops));
+	put(o, "dirhash_dirs", count);
+	put(o, "dirhash_bytes", bytes);
+	put(o, "dirhash_max_bytes", max);
 }
 
 static void cache_stats(struct mfs_fs *fs, struct out *o)
@@ -71,21 +88,36 @@ static void cache_stats(struct mfs_fs *fs, struct out *o)
 
 static void jnl_stats(struct mfs_fs *fs, struct out *o)
 {
-	struct jnl_stats st;
+	struct jnl_stats st = { 0 };
 
-	if (!fs->j)
-		return;
-	jnl_get_stats(fs->j, &st);
+	/* A read-only mount runs no journal: its keys stay, at zero. */
+	if (fs->j)
+		jnl_get_stats(fs->j, &st);
 	put(o, "jnl_commits", st.commits);
 	put(o, "jnl_handles", st.handles);
 	put(o, "jnl_blocks_logged", st.blocks_logged);
 	put(o, "jnl_revokes", st.revokes);
+	put(o, "jnl_commit_mean_us", st.commits ? st.commit_ns_total / st.commits / 1000 : 0);
+	put(o, "jnl_commit_max_us", st.commit_ns_max / 1000);
 	put(o, "jnl_checkpoints", st.checkpoints);
 	put(o, "jnl_log_full_waits", st.log_full_waits);
 	put(o, "jnl_pinned", st.pinned);
 	put(o, "jnl_committed_tid", st.committed_tid);
 	put(o, "jnl_log_used", st.log_used);
 	put(o, "jnl_log_size", st.log_size);
+}
+
+/* The source's lines after ours; the source is called under stats_lock
+ * so that it is not removed while it runs. */
+static void source_stats(struct mfs_fs *fs, struct out *o)
+{
+	size_t at = UT_MIN(o->len, o->size);
+
+	pthread_mutex_lock(&fs->stats_lock);
+	if (fs->stats_fn)
+		o->len += fs->stats_fn(fs->stats_arg, o->buf ? o->buf + at : NULL,
+				       o->len < o->size ? o->size - o->len : 0);
+	pthread_mutex_unlock(&fs->stats_lock);
 }
 
 size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
@@ -95,7 +127,17 @@ size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
 	if (buf && size)
 		buf[0] = 0;
 	fs_stats(fs, &o);
+	dir_stats(fs, &o);
 	cache_stats(fs, &o);
 	jnl_stats(fs, &o);
+	source_stats(fs, &o);
 	return o.len;
+}
+
+void mfs_stats_set_source(struct mfs_fs *fs, mfs_stats_fn fn, void *arg)
+{
+	pthread_mutex_lock(&fs->stats_lock);
+	fs->stats_fn = fn;
+	fs->stats_arg = arg;
+	pthread_mutex_unlock(&fs->stats_lock);
 }

@@ -153,6 +153,9 @@ struct jnl_handle {
 struct jnl_stats {
 	uint64_t commits, handles, blocks_logged, revokes;
 	uint64_t checkpoints, blocks_checkpointed, log_full_waits;
+	/* Commits from locking the transaction to its commit block on disk:
+	 * the sum (mean = commit_ns_total / commits) and the longest. */
+	uint64_t commit_ns_total, commit_ns_max;
 	uint32_t pinned, pinned_max;       /* pages held now, and at most */
 	uint32_t committed_tid, running_tid;
 	uint32_t log_used, log_size;

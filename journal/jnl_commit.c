@@ -206,8 +206,19 @@ static void file_checkpoint(struct jnl *j, struct jnl_tx *t, struct commit *c)
 	}
 }
 
+/* A commit's latency, for jnl_get_stats (j_lock held). */
+static void count_commit(struct jnl *j, uint64_t t0)
+{
+	uint64_t ns = ut_now_ns() - t0;
+
+	j->j_stats.commits++;
+	j->j_stats.commit_ns_total += ns;
+	if (ns > j->j_stats.commit_ns_max)
+		j->j_stats.commit_ns_max = ns;
+}
+
 static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
-		   uint32_t end, int err)
+		   uint32_t end, int err, uint64_t t0)
 {
 	uint32_t tid = t->t_tid;
 
@@ -228,7 +239,7 @@ static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
 			jnl_tx_free(t);
 		else
 			ut_list_add_tail(&j->j_checkpoint, &t->t_cp_link);
-		j->j_stats.commits++;
+		count_commit(j, t0);
 		j->j_stats.blocks_logged += c->n;
 	}
 	j->j_commit_done = tid;   /* even on error: waiters see j_aborted */
@@ -264,6 +275,7 @@ int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)
 {
 	struct commit c = { 0 };
 	uint32_t end = 0;
+	uint64_t t0 = ut_now_ns();
 	int err = lock_tx(j, t, &c);
 
 	if (err == -EAGAIN)
@@ -272,7 +284,7 @@ int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)
 		err = write_ordered(j, &c);
 	if (!err)
 		err = write_log(j, t, &c, &end);
-	finish(j, t, &c, end, err);
+	finish(j, t, &c, end, err, t0);
 	commit_free(&c);
 	return err;
 }

@@ -131,6 +131,9 @@ static void test_fsync_scope(void)
 	t_ok(jnl_commit_wait(t.j, h1.h_tid));
 	jnl_get_stats(t.j, &st);
 	t_eq(st.commits, 1);                         /* five handles, one commit */
+	t_assert(st.commit_ns_max > 0 && st.commit_ns_total == st.commit_ns_max,
+		 "one commit's latency: %llu ns, total %llu",
+		 (unsigned long long)st.commit_ns_max, (unsigned long long)st.commit_ns_total);
 	t_ok(jnl_start(t.j, 1, &h2));
 	tj_write(&t, &h2, 70, 1);
 	t_ok(jnl_stop(&h2));

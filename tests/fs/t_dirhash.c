@@ -1,0 +1,463 @@
+/*
+ * t_dirhash - big directories: the work of a lookup, a create and an
+ * unlink, counted in directory blocks walked (the statistic
+ * dir_blocks_scanned), is the same in a directory of 100 entries and in
+ * one of 100,000; and random creates, unlinks, renames and links in two
+ * indexed directories agree with a model through lookups and readdir,
+ * with the index's memory ample, tight (indexes dropped and rebuilt) and
+ * nil (no index), on both block sizes; the image passes the check after
+ * each run.
+ *
+ * MISCFS_T_ENTRIES sets the big directory's size (default 100,000; the
+ * sanitizer builds pass less).
+ */
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+
+#include "t_fs.h"
+#include "util.h"
+
+#define OPS 1000u               /* operations measured at each size */
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static uint64_t counter(struct mfs_fs *fs, const char *key)
+{
+	static char buf[16384];
+	size_t n = mfs_stats_format(fs, buf, sizeof(buf)), klen = strlen(key);
+
+	t_assert(n < sizeof(buf), "statistics of %zu bytes", n);
+	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return strtoull(p + klen + 1, NULL, 10);
+	t_fail("no %s in the statistics", key);
+}
+
+static uint64_t mkdir_(struct mfs_fs *fs, uint64_t parent, const char *name)
+{
+	struct stat st;
+
+	t_ok(mfs_mkdir(fs, &tf_root, parent, name, 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	return st.st_ino;
+}
+
+static int mknod_(struct mfs_fs *fs, uint64_t dir, const char *name, uint64_t *ino)
+{
+	struct stat st;
+	int err = mfs_mknod(fs, &tf_root, dir, name, S_IFREG | 0644, 0, &st, NULL);
+
+	if (!err) {
+		mfs_forget(fs, st.st_ino, 1);
+		*ino = st.st_ino;
+	}
+	return err;
+}
+
+static int lookup_(struct mfs_fs *fs, uint64_t dir, const char *name, uint64_t *ino)
+{
+	struct stat st;
+	int err = mfs_lookup(fs, &tf_root, dir, name, &st, NULL);
+
+	if (!err) {
+		mfs_forget(fs, st.st_ino, 1);
+		*ino = st.st_ino;
+	}
+	return err;
+}
+
+static unsigned entries_wanted(void)
+{
+	const char *v = getenv("MISCFS_T_ENTRIES");
+
+	return v ? (unsigned)strtoul(v, NULL, 10) : 100000u;
+}
+
+/* ---- the cost of an operation -------------------------------------------- */
+
+struct cost {
+	double lookup, miss, create, unlink;
+};
+
+static void ename(char *buf, size_t size, unsigned i)
+{
+	snprintf(buf, size, "e%07u", i);
+}
+
+static void fill(struct mfs_fs *fs, uint64_t dir, unsigned n)
+{
+	char name[32];
+	uint64_t ino;
+
+	for (unsigned i = 0; i < n; i++) {
+		ename(name, sizeof(name), i);
+		t_ok(mknod_(fs, dir, name, &ino));
+	}
+}
+
+/* Blocks walked per operation over @ops operations of each kind in @dir
+ * of @n entries (names e0..e<n-1>). */
+static struct cost measure(struct mfs_fs *fs, uint64_t dir, unsigned n, unsigned ops)
+{
+	struct cost c;
+	char name[32];
+	uint64_t ino, s = counter(fs, "dir_blocks_scanned");
+
+	for (unsigned i = 0; i < ops; i++) {
+		ename(name, sizeof(name), (unsigned)(((uint64_t)i * 7919u) % n));
+		t_ok(lookup_(fs, dir, name, &ino));
+	}
+	c.lookup = (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
+	s = counter(fs, "dir_blocks_scanned");
+	for (unsigned i = 0; i < ops; i++) {
+		snprintf(name, sizeof(name), "missing%u", i);
+		t_eq(lookup_(fs, dir, name, &ino), -ENOENT);
+	}
+	c.miss = (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
+	/* Each create undone at once: the directory keeps its size. */
+	c.create = c.unlink = 0;
+	for (unsigned i = 0; i < ops; i++) {
+		snprintf(name, sizeof(name), "new%u", i);
+		s = counter(fs, "dir_blocks_scanned");
+		t_ok(mknod_(fs, dir, name, &ino));
+		c.create += (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
+		s = counter(fs, "dir_blocks_scanned");
+		t_ok(mfs_unlink(fs, &tf_root, dir, name));
+		c.unlink += (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
+	}
+	return c;
+}
+
+static void print_cost(const char *what, unsigned n, const struct cost *c)
+{
+	printf("%s, %u entries: blocks walked per lookup %.2f, failed lookup %.2f, "
+	       "create %.2f, unlink %.2f\n", what, n, c->lookup, c->miss, c->create,
+	       c->unlink);
+}
+
+/* The big side costs what the small side costs, give or take one block. */
+static void same_cost(const struct cost *small, const struct cost *big)
+{
+	t_assert(big->lookup <= small->lookup + 1.0 && big->lookup <= 2.0,
+		 "lookup: %.2f vs %.2f", big->lookup, small->lookup);
+	t_assert(big->miss <= small->miss + 1.0 && big->miss <= 2.0,
+		 "failed lookup: %.2f vs %.2f", big->miss, small->miss);
+	t_assert(big->create <= small->create + 1.0 && big->create <= 4.0,
+		 "create: %.2f vs %.2f", big->create, small->create);
+	t_assert(big->unlink <= small->unlink + 1.5 && big->unlink <= 4.0,
+		 "unlink: %.2f vs %.2f", big->unlink, small->unlink);
+}
+
+static struct bdev *mkfs_big(uint32_t bs, uint64_t bytes, uint32_t inodes)
+{
+	struct mfs_mkfs_opts o = { .block_size = bs, .zeroed = true, .now = 1700000000,
+				   .csum_seed = 0x5eed, .inodes = inodes };
+	struct bdev *bd;
+
+	t_ok(bdev_mem_create(bytes, bs, &bd));
+	t_ok(mfs_mkfs(bd, &o));
+	return bd;
+}
+
+static void test_cost(void)
+{
+	unsigned big = entries_wanted(), ops = UT_MIN(OPS, big);
+	struct bdev *bd = mkfs_big(4096, 512ull << 20, big + 3 * ops + 1024);
+	struct mfs_mount_opts none = { .cache_bytes = 4u << 20, .dirhash_bytes = 1 };
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t small_dir = mkdir_(fs, MFS_ROOT_INO, "small");
+	uint64_t big_dir = mkdir_(fs, MFS_ROOT_INO, "big");
+	struct cost cs, cb, cw;
+
+	fill(fs, small_dir, 100);
+	fill(fs, big_dir, big);
+	cs = measure(fs, small_dir, 100, ops);
+	cb = measure(fs, big_dir, big, ops);
+	print_cost("small directory", 100, &cs);
+	print_cost("big directory, indexed", big, &cb);
+	same_cost(&cs, &cb);
+	t_eq(counter(fs, "dirhash_drops"), 0);
+	t_eq(counter(fs, "dirhash_builds"), 1);       /* the small one has none */
+	t_assert(counter(fs, "dirhash_hits") >= 4ull * ops, "index hits");
+	t_assert(counter(fs, "dirhash_bytes") > 0 && counter(fs, "dirhash_dirs") == 1,
+		 "index memory accounted");
+	tf_unmount_check(fs, bd);
+
+	/* The same work without an index: the counter sees the walks. */
+	fs = tf_mount_opts(bd, &none);
+	cw = measure(fs, big_dir, big, ops / 10);
+	print_cost("big directory, no index", big, &cw);
+	t_assert(cw.lookup > 10 * cb.lookup + 10, "walks not counted: %.2f", cw.lookup);
+	t_eq(counter(fs, "dirhash_builds"), 0);
+	t_eq(counter(fs, "dirhash_bytes"), 0);
+	tf_unmount_check(fs, bd);
+
+	/* Emptied through its index, the big directory can go. */
+	fs = tf_mount(bd);
+	for (unsigned i = 0; i < big; i++) {
+		char name[32];
+
+		ename(name, sizeof(name), i);
+		t_ok(mfs_unlink(fs, &tf_root, big_dir, name));
+	}
+	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "big"));
+	t_eq(counter(fs, "dirhash_dirs"), 0);           /* gone with its inode */
+	t_eq(counter(fs, "dirhash_bytes"), 0);
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
+/* ---- random changes against a model -------------------------------------- */
+
+#define IDS 4000u               /* names per directory */
+#define NDIRS 2
+
+struct model {
+	struct mfs_fs *fs;
+	uint64_t dir[NDIRS];
+	uint64_t ino[NDIRS][IDS];    /* 0: absent */
+	unsigned seed;
+};
+
+static unsigned rnd(struct model *m)
+{
+	m->seed = m->seed * 1103515245u + 12345u;
+	return (m->seed >> 8) & 0xffffff;
+}
+
+/* Name @id: "r<id>." then 'x' up to a length from 3 to 255 that depends
+ * on @id, so that records of every size come and go. */
+static void rname(char *buf, unsigned id)
+{
+	size_t len = 3 + (id * 7919u) % 253, n;
+
+	n = (size_t)snprintf(buf, 256, "r%u.", id);
+	memset(buf + n, 'x', len > n ? len - n : 0);
+	buf[len > n ? len : n] = 0;
+}
+
+static unsigned rid(const char *name, size_t len)
+{
+	char buf[256];
+
+	memcpy(buf, name, len);
+	buf[len] = 0;
+	t_assert(buf[0] == 'r', "unexpected name %s", buf);
+	return (unsigned)strtoul(buf + 1, NULL, 10);
+}
+
+static void op_create(struct model *m, unsigned d, unsigned id)
+{
+	char name[256];
+	uint64_t ino;
+	int err;
+
+	rname(name, id);
+	err = mknod_(m->fs, m->dir[d], name, &ino);
+	if (m->ino[d][id]) {
+		t_eq(err, -EEXIST);
+		return;
+	}
+	t_ok(err);
+	m->ino[d][id] = ino;
+}
+
+static void op_unlink(struct model *m, unsigned d, unsigned id)
+{
+	char name[256];
+
+	rname(name, id);
+	t_eq(mfs_unlink(m->fs, &tf_root, m->dir[d], name), m->ino[d][id] ? 0 : -ENOENT);
+	m->ino[d][id] = 0;
+}
+
+/* Rename (d1, a) to (d2, b), replacing b if it exists. */
+static void op_rename(struct model *m, unsigned d1, unsigned a, unsigned d2, unsigned b)
+{
+	char na[256], nb[256];
+	int err;
+
+	rname(na, a);
+	rname(nb, b);
+	err = mfs_rename(m->fs, &tf_root, m->dir[d1], na, m->dir[d2], nb, 0);
+	if (!m->ino[d1][a]) {
+		t_eq(err, -ENOENT);
+		return;
+	}
+	t_ok(err);
+	/* Two names of one inode: rename(2) leaves both. */
+	if ((d1 == d2 && a == b) || m->ino[d2][b] == m->ino[d1][a])
+		return;
+	m->ino[d2][b] = m->ino[d1][a];
+	m->ino[d1][a] = 0;
+}
+
+static void op_exchange(struct model *m, unsigned d1, unsigned a, unsigned d2, unsigned b)
+{
+	char na[256], nb[256];
+	uint64_t t;
+	int err;
+
+	rname(na, a);
+	rname(nb, b);
+	err = mfs_rename(m->fs, &tf_root, m->dir[d1], na, m->dir[d2], nb, RENAME_EXCHANGE);
+	if (!m->ino[d1][a] || !m->ino[d2][b]) {
+		t_eq(err, -ENOENT);
+		return;
+	}
+	t_ok(err);
+	t = m->ino[d2][b];
+	m->ino[d2][b] = m->ino[d1][a];
+	m->ino[d1][a] = t;
+}
+
+static void op_link(struct model *m, unsigned d1, unsigned a, unsigned d2, unsigned b)
+{
+	char nb[256];
+	struct stat st;
+	int err;
+
+	if (!m->ino[d1][a])
+		return;
+	rname(nb, b);
+	err = mfs_link(m->fs, &tf_root, m->ino[d1][a], m->dir[d2], nb, &st, NULL);
+	if (m->ino[d2][b]) {
+		t_eq(err, -EEXIST);
+		return;
+	}
+	t_ok(err);
+	mfs_forget(m->fs, st.st_ino, 1);
+	m->ino[d2][b] = m->ino[d1][a];
+}
+
+static void op_lookup(struct model *m, unsigned d, unsigned id)
+{
+	char name[256];
+	uint64_t ino = 0;
+	int err;
+
+	rname(name, id);
+	err = lookup_(m->fs, m->dir[d], name, &ino);
+	if (!m->ino[d][id]) {
+		t_assert(err == -ENOENT, "dir %u: %s found (%d)", d, name, err);
+		return;
+	}
+	t_assert(!err, "dir %u: %s not found (%d)", d, name, err);
+	t_eq(ino, m->ino[d][id]);
+}
+
+struct seen {
+	struct model *m;
+	unsigned d, n;
+	uint8_t hit[IDS];
+};
+
+static int seen_fill(void *ctx, const char *name, size_t len, uint64_t ino,
+		     unsigned type, uint64_t next, const struct stat *st)
+{
+	struct seen *s = ctx;
+	unsigned id;
+
+	(void)type; (void)next; (void)st;
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	id = rid(name, len);
+	t_assert(id < IDS && !s->hit[id], "dir %u: %u listed twice or unknown", s->d, id);
+	t_eq(ino, s->m->ino[s->d][id]);
+	s->hit[id] = 1;
+	s->n++;
+	return 0;
+}
+
+static void check_listing(struct model *m, unsigned d)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	struct mfs_dir *dd;
+	unsigned want = 0;
+
+	s->m = m;
+	s->d = d;
+	t_ok(mfs_opendir(m->fs, &tf_root, m->dir[d], &dd));
+	t_ok(mfs_readdir(m->fs, dd, 0, false, seen_fill, s));
+	t_ok(mfs_releasedir(m->fs, dd));
+	for (unsigned id = 0; id < IDS; id++)
+		want += m->ino[d][id] != 0;
+	t_eq(s->n, want);
+	free(s);
+}
+
+static void random_op(struct model *m)
+{
+	unsigned d1 = rnd(m) % NDIRS, d2 = rnd(m) % NDIRS;
+	unsigned a = rnd(m) % IDS, b = rnd(m) % IDS, r = rnd(m) % 100;
+
+	if (r < 35)
+		op_create(m, d1, a);
+	else if (r < 55)
+		op_unlink(m, d1, a);
+	else if (r < 70)
+		op_rename(m, d1, a, d1, b);
+	else if (r < 78)
+		op_rename(m, d1, a, d2, b);
+	else if (r < 82)
+		op_exchange(m, d1, a, d2, b);
+	else if (r < 86)
+		op_link(m, d1, a, d2, b);
+	else
+		op_lookup(m, d1, a);
+}
+
+static void test_random(uint32_t bs, uint64_t budget, unsigned ops, const char *what)
+{
+	struct bdev *bd = tf_mkfs(bs, 64u << 20);
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .dirhash_bytes = budget };
+	struct model *m = calloc(1, sizeof(*m));
+
+	m->fs = tf_mount_opts(bd, &o);
+	m->seed = bs + (unsigned)budget;
+	m->dir[0] = mkdir_(m->fs, MFS_ROOT_INO, "d0");
+	m->dir[1] = mkdir_(m->fs, MFS_ROOT_INO, "d1");
+	for (unsigned i = 1; i <= ops; i++) {
+		random_op(m);
+		if (i % (ops / 8) == 0) {
+			for (unsigned d = 0; d < NDIRS; d++)
+				check_listing(m, d);
+			for (unsigned k = 0; k < 200; k++)
+				op_lookup(m, k % NDIRS, rnd(m) % IDS);
+		}
+	}
+	printf("%s (%u-byte blocks): %" PRIu64 " builds, %" PRIu64 " drops, %" PRIu64
+	       " hits\n", what, bs, counter(m->fs, "dirhash_builds"),
+	       counter(m->fs, "dirhash_drops"), counter(m->fs, "dirhash_hits"));
+	if (budget == 1)
+		t_eq(counter(m->fs, "dirhash_builds"), 0);
+	else
+		t_assert(counter(m->fs, "dirhash_builds") >= NDIRS, "indexes built");
+	if (budget == 0)
+		t_eq(counter(m->fs, "dirhash_drops"), 0);
+	tf_unmount_check(m->fs, bd);
+
+	/* Mounted again, a fresh index agrees with the model. */
+	m->fs = tf_mount_opts(bd, &o);
+	for (unsigned d = 0; d < NDIRS; d++) {
+		check_listing(m, d);
+		for (unsigned id = 0; id < IDS; id++)
+			op_lookup(m, d, id);
+	}
+	tf_unmount_check(m->fs, bd);
+	bdev_close(bd);
+	free(m);
+}
+
+int main(void)
+{
+	unsigned ops = UT_MAX(entries_wanted() / 5, 4000u);
+
+	test_cost();
+	test_random(4096, 0, ops, "ample index memory");
+	/* Room for about one of the two indexes: they take turns. */
+	test_random(1024, 40u << 10, ops, "tight index memory");
+	test_random(1024, 1, ops / 4, "no index");
+	return 0;
+}
