@@ -156,7 +156,7 @@ int mfs_ctl_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
 		if (with_stat)
 			mfs_ctl_stat(fs, ent[i].ino, &st);
 		if (fill(ctx, ent[i].name, strlen(ent[i].name), ent[i].ino, ent[i].type,
-			 i + 1, with_stat ? &st : NULL))
+			 i + 1, with_stat ? &st : NULL, 0))
 			break;
 	}
 	return 0;

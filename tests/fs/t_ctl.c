@@ -132,7 +132,7 @@ static void refusals(struct mfs_fs *fs)
 			&st, NULL, &f), -EISDIR);
 	t_ok(mfs_create(fs, &tf_root, MFS_CTL_DIR_INO, "stats", 0644, O_CREAT | O_RDONLY,
 			&st, NULL, &f));       /* open(2) with O_CREAT of what exists */
-	t_eq(mfs_write(fs, &tf_root, f, "x", 1, 0), -EBADF);
+	t_eq(mfs_write(fs, &tf_root, f, "x", 1, 0, 0), -EBADF);
 	t_ok(mfs_release(fs, f));
 	t_eq(mfs_open(fs, &tf_root, MFS_STATS_INO, O_WRONLY, &f), -EACCES);
 	t_eq(mfs_open(fs, &tf_root, MFS_STATS_INO, O_RDWR, &f), -EACCES);

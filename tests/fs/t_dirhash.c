@@ -354,7 +354,8 @@ struct seen {
 };
 
 static int seen_fill(void *ctx, const char *name, size_t len, uint64_t ino,
-		     unsigned type, uint64_t next, const struct stat *st)
+		     unsigned type, uint64_t next, const struct stat *st,
+		   uint64_t gen)
 {
 	struct seen *s = ctx;
 	unsigned id;

@@ -639,7 +639,7 @@ static void write_file(struct world *w, int id, uint32_t off, uint32_t len)
 		t_ok(mfs_open(w->fs, &tf_root, w->n[id].ino, O_RDWR, &mine));
 		f = mine;
 	}
-	t_eq(mfs_write(w->fs, &tf_root, f, buf, len, off), len);
+	t_eq(mfs_write(w->fs, &tf_root, f, buf, len, off, 0), len);
 	if (mine)
 		t_ok(mfs_release(w->fs, mine));
 	memcpy(w->n[id].data + off, buf, len);
@@ -1240,7 +1240,8 @@ struct entries {
 };
 
 static int collect(void *ctx, const char *name, size_t len, uint64_t ino,
-		   unsigned type, uint64_t next, const struct stat *st)
+		   unsigned type, uint64_t next, const struct stat *st,
+		   uint64_t gen)
 {
 	struct entries *e = ctx;
 
