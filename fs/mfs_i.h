@@ -311,6 +311,8 @@ struct newinode {
 int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 		    const char *name, const struct newinode *ni, struct stat *st,
 		    uint64_t *gen, struct mfs_node **keep);
+int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
+		struct mfs_dirloc *loc, struct mfs_node **out);
 int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
 		   struct mfs_dirloc *loc, struct mfs_node **victim);
 int mfs_drop_link(struct mfs_node *n, struct jnl_handle *h);

@@ -62,13 +62,9 @@ int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 	if (err)
 		return err;
 	atomic_fetch_add(&fs->st.lookups, 1);
-	pthread_rwlock_rdlock(&dir->rwsem);
 	err = mfs_permission(dir, cr, X_OK);
 	if (!err)
-		err = mfs_dir_find(dir, name, len, &loc);
-	pthread_rwlock_unlock(&dir->rwsem);
-	if (!err)
-		err = mfs_iget(fs, loc.ino, &n);
+		err = mfs_dir_get(dir, name, len, &loc, &n);
 	if (!err) {
 		hand_out(n, st, gen);
 		mfs_iput(n);
@@ -373,6 +369,26 @@ static void unlock_two(struct mfs_node *a, struct mfs_node *b)
 }
 
 /*
+ * Find @name in @dir and reference the inode it names, with @dir
+ * read-locked across both: the entry keeps the inode linked meanwhile.
+ * Got after the unlock, the inode could be one that another thread has
+ * just unlinked and freed, read back as damage ("named but has no links")
+ * or, its number reused, as some other file.
+ */
+int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
+		struct mfs_dirloc *loc, struct mfs_node **out)
+{
+	int err;
+
+	pthread_rwlock_rdlock(&dir->rwsem);
+	err = mfs_dir_find(dir, name, len, loc);
+	if (!err)
+		err = mfs_iget(dir->fs, loc->ino, out);
+	pthread_rwlock_unlock(&dir->rwsem);
+	return err;
+}
+
+/*
  * Find @name in @dir and lock @dir and the inode it names, in inode order;
  * on success both are locked, *@victim referenced, @loc current.
  */
@@ -384,15 +400,10 @@ int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
 	for (;;) {
 		uint32_t ino;
 
-		pthread_rwlock_rdlock(&dir->rwsem);
-		err = mfs_dir_find(dir, name, len, loc);
-		pthread_rwlock_unlock(&dir->rwsem);
+		err = mfs_dir_get(dir, name, len, loc, victim);
 		if (err)
 			return err;
 		ino = loc->ino;
-		err = mfs_iget(dir->fs, ino, victim);
-		if (err)
-			return err;
 		lock_two(dir, *victim);
 		err = mfs_dir_find(dir, name, len, loc);
 		if (!err && loc->ino == ino)

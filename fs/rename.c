@@ -72,39 +72,23 @@ static void put_entries(struct ren *r)
 	r->src = r->dst = NULL;
 }
 
-static int find_locked(struct mfs_node *dir, const char *name, size_t len,
-		       struct mfs_dirloc *loc)
-{
-	int err;
-
-	pthread_rwlock_rdlock(&dir->rwsem);
-	err = mfs_dir_find(dir, name, len, loc);
-	pthread_rwlock_unlock(&dir->rwsem);
-	return err;
-}
-
-/* Look both names up, get their inodes, lock everything, and check that
- * the entries still name them. */
+/* Look both names up and get their inodes (mfs_dir_get), lock everything,
+ * and check that the entries still name them. */
 static int grab(struct ren *r)
 {
 	for (;;) {
 		uint32_t sino, dino = 0;
-		int err = find_locked(r->sdir, r->sname, r->slen, &r->sloc);
+		int err = mfs_dir_get(r->sdir, r->sname, r->slen, &r->sloc, &r->src);
 
 		if (err)
 			return err;
-		err = find_locked(r->ddir, r->dname, r->dlen, &r->dloc);
-		if (err && err != -ENOENT)
-			return err;
-		sino = r->sloc.ino;
-		dino = err ? 0 : r->dloc.ino;
-		err = mfs_iget(r->sdir->fs, sino, &r->src);
-		if (!err && dino)
-			err = mfs_iget(r->sdir->fs, dino, &r->dst);
-		if (err) {
+		err = mfs_dir_get(r->ddir, r->dname, r->dlen, &r->dloc, &r->dst);
+		if (err && err != -ENOENT) {
 			put_entries(r);
 			return err;
 		}
+		sino = r->sloc.ino;
+		dino = err ? 0 : r->dloc.ino;
 		lock_all(r);
 		err = mfs_dir_find(r->sdir, r->sname, r->slen, &r->sloc);
 		if (!err && r->sloc.ino == sino) {

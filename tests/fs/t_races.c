@@ -1,0 +1,98 @@
+/*
+ * t_races - operations on one name from several threads at once, where a
+ * call's answer must not depend on how the threads interleave:
+ *
+ * - a lookup, an unlink or a rename of a name that another thread
+ *   creates and removes over and over finds the inode or ENOENT, never
+ *   an inode freed in between (read back from disk as damage, -EUCLEAN,
+ *   which also marks the filesystem with errors).
+ *
+ * Each case runs for a fixed number of rounds; the image is checked after.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "t_fs.h"
+
+#define ROUNDS 4000
+
+static struct mfs_fs *fs;
+static uint64_t dir;
+static atomic_bool done;
+
+static void *churn(void *arg)
+{
+	const char *name = arg;
+	struct stat st;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		int err = mfs_mknod(fs, &tf_root, dir, name, S_IFREG | 0644, 0, &st, NULL);
+
+		t_assert(!err || err == -EEXIST, "mknod %d", err);
+		if (!err)
+			mfs_forget(fs, st.st_ino, 1);
+		err = mfs_unlink(fs, &tf_root, dir, name);
+		t_assert(!err || err == -ENOENT, "unlink %d", err);
+	}
+	atomic_store(&done, true);
+	return NULL;
+}
+
+/* Look "x" up, rename it to "y" and back, unlink "y". */
+static void *name_user(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	struct stat st;
+
+	while (!atomic_load(&done)) {
+		int err;
+
+		switch (rand_r(&seed) % 3) {
+		case 0:
+			err = mfs_lookup(fs, &tf_root, dir, "x", &st, NULL);
+			if (!err)
+				mfs_forget(fs, st.st_ino, 1);
+			break;
+		case 1:
+			err = mfs_rename(fs, &tf_root, dir, "x", dir, "y", 0);
+			if (!err)
+				err = mfs_rename(fs, &tf_root, dir, "y", dir, "x", 0);
+			break;
+		default:
+			err = mfs_unlink(fs, &tf_root, dir, "y");
+			break;
+		}
+		t_assert(!err || err == -ENOENT, "lookup, rename or unlink: %d", err);
+	}
+	return NULL;
+}
+
+static void lookups(void)
+{
+	pthread_t th[3];
+
+	atomic_store(&done, false);
+	t_assert(!pthread_create(&th[0], NULL, churn, "x"), "thread");
+	for (uintptr_t i = 1; i < 3; i++)
+		t_assert(!pthread_create(&th[i], NULL, name_user, (void *)i), "thread");
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	printf("ok: lookups and renames of a name created and removed meanwhile\n");
+}
+
+int main(void)
+{
+	struct bdev *bd = tf_mkfs(1024, 16u << 20);
+	struct stat st;
+
+	fs = tf_mount(bd);
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	dir = st.st_ino;
+	lookups();
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+	return 0;
+}
