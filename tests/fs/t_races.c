@@ -5,7 +5,9 @@
  * - a lookup, an unlink or a rename of a name that another thread
  *   creates and removes over and over finds the inode or ENOENT, never
  *   an inode freed in between (read back from disk as damage, -EUCLEAN,
- *   which also marks the filesystem with errors).
+ *   which also marks the filesystem with errors);
+ * - open with O_CREAT of a name another thread unlinks over and over
+ *   opens or creates it, never ENOENT.
  *
  * Each case runs for a fixed number of rounds; the image is checked after.
  */
@@ -82,6 +84,36 @@ static void lookups(void)
 	printf("ok: lookups and renames of a name created and removed meanwhile\n");
 }
 
+static void *unlinker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&done)) {
+		int err = mfs_unlink(fs, &tf_root, dir, "c");
+
+		t_assert(!err || err == -ENOENT, "unlink %d", err);
+	}
+	return NULL;
+}
+
+static void creates(void)
+{
+	pthread_t th;
+
+	atomic_store(&done, false);
+	t_assert(!pthread_create(&th, NULL, unlinker, NULL), "thread");
+	for (int i = 0; i < 5 * ROUNDS; i++) {
+		struct mfs_file *f;
+		struct stat st;
+
+		t_ok(mfs_create(fs, &tf_root, dir, "c", 0644, O_RDWR, &st, NULL, &f));
+		t_ok(mfs_release(fs, f));
+		mfs_forget(fs, st.st_ino, 1);
+	}
+	atomic_store(&done, true);
+	pthread_join(th, NULL);
+	printf("ok: open O_CREAT of a name unlinked meanwhile\n");
+}
+
 int main(void)
 {
 	struct bdev *bd = tf_mkfs(1024, 16u << 20);
@@ -92,6 +124,7 @@ int main(void)
 	mfs_forget(fs, st.st_ino, 1);
 	dir = st.st_ino;
 	lookups();
+	creates();
 	tf_unmount_check(fs, bd);
 	bdev_close(bd);
 	return 0;
