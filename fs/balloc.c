@@ -404,11 +404,14 @@ int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 		uint32_t bit = (uint32_t)((blk - fdb) % fs->bpg);
 		uint32_t run = UT_MIN(n, fs->bpg - bit);
 
+		/* Pending before the group's lock goes: an allocation in between
+		 * would find the bits clear and hand the blocks out again before
+		 * their free has committed, even in this very transaction. */
 		pthread_mutex_lock(&fs->groups[g].lock);
 		err = bitmap_change(fs, h, g, false, bit, run, false, 0);
-		pthread_mutex_unlock(&fs->groups[g].lock);
 		if (!err)
 			err = pend_add(fs, blk, run, h->h_tid);
+		pthread_mutex_unlock(&fs->groups[g].lock);
 		for (uint32_t i = 0; i < run && meta && !err; i++)
 			err = jnl_revoke(h, blk + i);
 		if (!err) {
