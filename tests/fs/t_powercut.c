@@ -1706,7 +1706,7 @@ static void run_seed(const struct config *cf, uint64_t seed, struct totals *t)
 
 int main(void)
 {
-	struct config cf;
+	struct config cf = { 0 };
 	struct totals t = { 0 };
 	struct timespec t0, t1;
 
