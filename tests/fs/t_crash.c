@@ -314,11 +314,16 @@ static void crowd_walk(struct mfs_fs *fs)
 static void evicted_case(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .commit_s = 60 };
-	struct bdev *bd = tf_mkfs(bs, 64u << 20), *img;
-	struct mfs_fs *fs = tf_mount_opts(bd, &o);
+	struct mfs_mkfs_opts mo = { .block_size = bs, .inodes = CROWD + 512, .zeroed = true,
+				    .now = 1700000000, .csum_seed = 0x5eed };
+	struct bdev *bd, *img;
+	struct mfs_fs *fs;
 	uint64_t ino;
 	size_t pos;
 
+	t_ok(bdev_mem_create(16u << 20, bs, &bd));
+	t_ok(mfs_mkfs(bd, &mo));
+	fs = tf_mount_opts(bd, &o);
 	crowd_make(fs);
 	t_ok(mfs_unmount(fs));
 	fs = tf_mount_opts(bd, &o);
