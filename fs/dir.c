@@ -188,8 +188,8 @@ static int index_block(struct mfs_node *dir, struct mfs_dirhash *dh,
 }
 
 /* dh_lock held.  A build that fails (memory budget, a bad block) is not
- * tried again before some index has given its memory back. */
-static void index_build(struct mfs_node *dir)
+ * tried again for MFS_DH_AGE uses of big directories. */
+static void index_build(struct mfs_node *dir, uint64_t now)
 {
 	struct mfs_fs *fs = dir->fs;
 	uint64_t n = dir_blocks(dir);
@@ -204,7 +204,7 @@ static void index_build(struct mfs_node *dir)
 			mfs_dh_destroy(dh);
 	}
 	if (err) {
-		dir->dh_failed = atomic_load(&fs->dh_frees) + 1;
+		dir->dh_failed = now;
 		return;
 	}
 	dir->dh = dh;
@@ -215,11 +215,15 @@ static void index_build(struct mfs_node *dir)
  * dh_lock held. */
 static struct mfs_dirhash *index_get(struct mfs_node *dir)
 {
-	if (!dir->dh && dir_blocks(dir) >= INDEX_BLOCKS &&
-	    dir->dh_failed != atomic_load(&dir->fs->dh_frees) + 1)
-		index_build(dir);
+	uint64_t now;
+
+	if (!dir->dh && dir_blocks(dir) < INDEX_BLOCKS)
+		return NULL;
+	now = atomic_fetch_add(&dir->fs->dh_clock, 1) + 1;
+	if (!dir->dh && (!dir->dh_failed || now - dir->dh_failed >= MFS_DH_AGE))
+		index_build(dir, now);
 	if (dir->dh)
-		mfs_dh_touch(dir->dh);
+		mfs_dh_touch(dir->dh, now);
 	return dir->dh;
 }
 

@@ -17,9 +17,10 @@
  *
  * Memory is charged against the mount's budget (fs->dh_max); when a new
  * index or a growing one does not fit, the least recently used indexes
- * of other directories are dropped (only those whose dh_lock is free at
- * once: a trylock, so no lock order is implied).  The caller holds the
- * directory's dh_lock for everything here.
+ * of other directories are dropped: only those not used lately
+ * (MFS_DH_AGE) and whose dh_lock is free at once (a trylock, so no lock
+ * order is implied).  The caller holds the directory's dh_lock for
+ * everything here.
  */
 #include "mfs_i.h"
 
@@ -49,6 +50,7 @@ struct mfs_dirhash {
 	uint32_t *next, *prev;           /* the block lists by room class */
 	uint32_t head[NCLASS];
 	size_t bytes;                    /* charged to fs->dh_bytes */
+	uint64_t used;                   /* fs->dh_clock at the last use */
 	struct ut_list lru;              /* fs->dh_lru, under fs->dh_list_lock */
 };
 
@@ -72,7 +74,6 @@ static void unlist(struct mfs_fs *fs, struct mfs_dirhash *dh)
 	ut_list_del(&dh->lru);
 	fs->dh_bytes -= dh->bytes;
 	fs->dh_count--;
-	atomic_fetch_add(&fs->dh_frees, 1);
 }
 
 static void dh_free(struct mfs_dirhash *dh)
@@ -84,16 +85,20 @@ static void dh_free(struct mfs_dirhash *dh)
 	free(dh);
 }
 
-/* Drop the least recently used index other than @self whose directory
- * lock is free now; false if there is none (dh_list_lock held). */
+/* Drop the least recently used index other than @self, if it has not
+ * been used lately and its directory lock is free now; false if there is
+ * none (dh_list_lock held). */
 static bool reclaim_one(struct mfs_fs *fs, struct mfs_dirhash *self)
 {
+	uint64_t now = atomic_load(&fs->dh_clock);
 	struct ut_list *pos, *tmp;
 
 	ut_list_for_each_safe(pos, tmp, &fs->dh_lru) {
 		struct mfs_dirhash *dh = ut_list_entry(pos, struct mfs_dirhash, lru);
 		struct mfs_node *dir = dh->dir;
 
+		if (now - dh->used < MFS_DH_AGE)
+			break;          /* this one and all after it are in use */
 		if (dh == self || pthread_mutex_trylock(&dir->dh_lock))
 			continue;
 		unlist(fs, dh);
@@ -155,8 +160,10 @@ static int grow_table(struct mfs_dirhash *dh)
 
 	if ((dh->count + 1) * 4ull <= old * 3ull)
 		return 0;
-	if (n > (1u << 31) || charge(dh, bytes))
-		return -ENOMEM;
+	int err = n > (1u << 31) ? -ENOMEM : charge(dh, bytes);
+
+	if (err)
+		return err;
 	slot = calloc(n, sizeof(*slot));
 	if (!slot) {
 		uncharge(dh, bytes);
@@ -277,9 +284,10 @@ static int resize_blocks(struct mfs_dirhash *dh, uint32_t n)
 	size_t per = sizeof(*dh->room) + sizeof(*dh->next) + sizeof(*dh->prev);
 	uint16_t *room;
 	uint32_t *next, *prev;
+	int err = charge(dh, (size_t)(n - dh->cap_blocks) * per);
 
-	if (charge(dh, (size_t)(n - dh->cap_blocks) * per))
-		return -ENOMEM;
+	if (err)
+		return err;
 	room = realloc(dh->room, n * sizeof(*room));
 	if (room)
 		dh->room = room;
@@ -332,10 +340,12 @@ int mfs_dh_create(struct mfs_node *dir, struct mfs_dirhash **out)
 	struct mfs_fs *fs = dir->fs;
 	struct mfs_dirhash *dh = calloc(1, sizeof(*dh));
 	size_t bytes = sizeof(*dh) + MIN_SLOTS * sizeof(struct dh_slot);
+	int err;
 
 	if (!dh)
 		return -ENOMEM;
 	dh->dir = dir;
+	dh->used = atomic_load(&fs->dh_clock);
 	dh->shift = (uint32_t)__builtin_ctz(fs->bs / 4);
 	dh->mask = MIN_SLOTS - 1;
 	for (uint32_t c = 0; c < NCLASS; c++)
@@ -346,9 +356,10 @@ int mfs_dh_create(struct mfs_node *dir, struct mfs_dirhash **out)
 	fs->dh_count++;
 	pthread_mutex_unlock(&fs->dh_list_lock);
 	dh->slot = calloc(MIN_SLOTS, sizeof(*dh->slot));
-	if (!dh->slot || charge(dh, bytes)) {
+	err = dh->slot ? charge(dh, bytes) : -ENOMEM;
+	if (err) {
 		mfs_dh_destroy(dh);
-		return -ENOMEM;
+		return err;
 	}
 	*out = dh;
 	return 0;
@@ -365,11 +376,12 @@ void mfs_dh_destroy(struct mfs_dirhash *dh)
 }
 
 /* Most recently used last: reclaim takes the oldest first. */
-void mfs_dh_touch(struct mfs_dirhash *dh)
+void mfs_dh_touch(struct mfs_dirhash *dh, uint64_t now)
 {
 	struct mfs_fs *fs = dh->dir->fs;
 
 	pthread_mutex_lock(&fs->dh_list_lock);
+	dh->used = now;
 	ut_list_del(&dh->lru);
 	ut_list_add_tail(&fs->dh_lru, &dh->lru);
 	pthread_mutex_unlock(&fs->dh_list_lock);

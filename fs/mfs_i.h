@@ -110,7 +110,7 @@ struct mfs_fs {
 	uint64_t dh_bytes, dh_max;
 	uint32_t dh_count;
 	uint64_t dh_seed;                /* the names' hash, random per mount */
-	_Atomic uint64_t dh_frees;       /* indexes freed: memory came back */
+	_Atomic uint64_t dh_clock;       /* uses of big directories */
 
 	struct timespec mounted_at;      /* the control files' times */
 	pthread_mutex_t stats_lock;      /* leaf: the source below */
@@ -154,7 +154,7 @@ struct mfs_node {
 	struct jnl_inode ji;
 	struct mfs_dirhash *dh;          /* big directories; under dh_lock */
 	pthread_mutex_t dh_lock;         /* dh: its build, use and changes */
-	uint64_t dh_failed;              /* dh_frees + 1 when a build failed */
+	uint64_t dh_failed;              /* dh_clock when a build failed */
 };
 
 /* ---- helpers across files ------------------------------------------------ */
@@ -282,9 +282,15 @@ struct mfs_dh_place {
 uint64_t mfs_dh_hash(struct mfs_fs *fs, const char *name, size_t len);
 int mfs_dh_create(struct mfs_node *dir, struct mfs_dirhash **out);
 void mfs_dh_destroy(struct mfs_dirhash *dh);
-void mfs_dh_touch(struct mfs_dirhash *dh);
-/* -ENOMEM when the budget cannot hold it, -EFBIG for a block beyond what
- * a place can say: the caller drops the index. */
+/* An index used within the last MFS_DH_AGE uses of big directories is
+ * not dropped to make room for another (two busy directories and room for
+ * one: one keeps its index rather than both rebuilding in turns), and a
+ * build that failed is not tried again for as long. */
+#define MFS_DH_AGE 256u
+/* @dh was used at dh_clock @now. */
+void mfs_dh_touch(struct mfs_dirhash *dh, uint64_t now);
+/* -ENOMEM when the budget cannot hold it, -EFBIG for a block beyond
+ * what a place can say: the caller drops the index. */
 int mfs_dh_add(struct mfs_dirhash *dh, uint64_t hash, uint64_t lblk, uint32_t off);
 int mfs_dh_del(struct mfs_dirhash *dh, uint64_t hash, uint64_t lblk, uint32_t off);
 /* Places whose name may have @hash: the first @max into @out; returns
