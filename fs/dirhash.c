@@ -157,11 +157,11 @@ static int grow_table(struct mfs_dirhash *dh)
 	uint32_t old = dh->mask + 1, n = old * 2;
 	size_t bytes = (size_t)n * sizeof(struct dh_slot);
 	struct dh_slot *prev = dh->slot, *slot;
+	int err;
 
 	if ((dh->count + 1) * 4ull <= old * 3ull)
 		return 0;
-	int err = n > (1u << 31) ? -ENOMEM : charge(dh, bytes);
-
+	err = old >= (1u << 31) ? -ENOMEM : charge(dh, bytes);
 	if (err)
 		return err;
 	slot = calloc(n, sizeof(*slot));
