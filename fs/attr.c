@@ -107,6 +107,7 @@ static int zero_tail(struct mfs_node *n, uint64_t size)
 	if (err)
 		return err;
 	pc_lock_page(pg);
+	pc_wait_on_page_writeback(pg);     /* stable pages, as in a write */
 	memset((char *)pg->data + in, 0, bs - in);
 	pc_set_page_dirty(pg);
 	pc_unlock_page(pg);

@@ -318,6 +318,10 @@ static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf
 		err = write_begin(n, h, idx, in, len, &pg);
 		if (err)
 			break;
+		/* Stable pages: the device may still be reading this page for
+		 * a write started before; changing it under that copy would
+		 * put a mix of two writes on the disk. */
+		pc_wait_on_page_writeback(pg);
 		memcpy((char *)pg->data + in, buf + *done, len);
 		pc_set_page_dirty(pg);
 		pc_unlock_page(pg);

@@ -118,7 +118,8 @@ static void *writer(void *arg)
 }
 
 static int count_fill(void *ctx, const char *name, size_t len, uint64_t ino,
-		      unsigned type, uint64_t nx, const struct stat *st)
+		      unsigned type, uint64_t nx, const struct stat *st,
+		      uint64_t gen)
 {
 	(void)name; (void)len; (void)ino; (void)type; (void)nx; (void)st;
 	(*(unsigned *)ctx)++;
