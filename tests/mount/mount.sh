@@ -16,7 +16,7 @@ mounted() { grep -q " $mnt fuse" /proc/self/mounts; }
 # machine leaves exited children as zombies.
 daemon_gone() {
 	[ ! -d "/proc/$daemon" ] && return 0
-	[ "$(sed 's/^.*) //' "/proc/$daemon/stat" | cut -d' ' -f1)" = Z ]
+	[ "$(sed 's/^.*) //' "/proc/$daemon/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]
 }
 
 stop() {

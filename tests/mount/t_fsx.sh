@@ -8,59 +8,11 @@
 # a quick run by hand.  A failing run prints mfsx's report, whose last
 # line replays it on a fresh mount like this one.
 source "$(dirname "$0")/../lib.sh"
-: "${MISCFS:?MISCFS must name the daemon}"
+source "$(dirname "$0")/mount.sh"
 : "${MFSX:?MFSX must name mfsx}"
 
-[ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "no usable /dev/fuse"
-command -v fusermount3 >/dev/null || skip "no fusermount3"
-
-img=$T_DIR/img
-mnt=$T_DIR/mnt
-mkdir "$mnt"
-daemon=
 image_size=128M
 mount_opts=cache_size=16M
-
-mounted() { grep -q " $mnt fuse" /proc/self/mounts; }
-
-# The daemon is our child: wait for it, and look at /proc in case the
-# machine leaves exited children as zombies.
-daemon_gone() {
-	[ ! -d "/proc/$daemon" ] && return 0
-	[ "$(sed 's/^.*) //' "/proc/$daemon/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]
-}
-
-stop() {
-	if [ -n "$daemon" ] && mounted; then
-		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -u -z "$mnt" 2>/dev/null
-	fi
-	for _ in $(seq 100); do
-		[ -z "$daemon" ] || daemon_gone && break
-		sleep 0.1
-	done
-}
-trap 'stop; t_cleanup' EXIT
-
-start() {
-	"$MISCFS" "$img" "$mnt" -f "$@" 2>"$T_DIR/daemon.err" &
-	daemon=$!
-	for _ in $(seq 100); do
-		mounted && return 0
-		daemon_gone && { cat "$T_DIR/daemon.err"; fail "the daemon exited"; }
-		sleep 0.1
-	done
-	fail "not mounted after 10 s"
-}
-
-unmount() {
-	fusermount3 -u "$mnt" || fail "fusermount3 -u"
-	local rc=0
-	wait "$daemon" || rc=$?
-	[ "$rc" -eq 0 ] || { cat "$T_DIR/daemon.err"; fail "the daemon exited $rc"; }
-	daemon=
-	mounted && fail "still mounted"
-	return 0
-}
 
 percent=${MFSX_OPS_PERCENT:-100}
 total=0
