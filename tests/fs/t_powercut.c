@@ -88,6 +88,7 @@
 #include <time.h>
 
 #include "t_fs.h"
+#include "t_hashset.h"
 #include "util.h"
 
 #define BS          1024u
@@ -1485,49 +1486,12 @@ static void check_image(const struct world *w, const struct cut *c, struct bdev 
 
 /* ---- crash states --------------------------------------------------------- */
 
-/* Hashes of the images checked; 0 marks a free slot. */
-struct hashset {
-	uint64_t *slot;
-	size_t cap, count;
-};
-
-static bool hashset_add(struct hashset *s, uint64_t h);
-
-static void hashset_grow(struct hashset *s)
-{
-	struct hashset n = { .cap = s->cap ? s->cap * 2 : 4096 };
-
-	n.slot = calloc(n.cap, sizeof(*n.slot));
-	t_assert(n.slot, "no memory");
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->slot[i])
-			hashset_add(&n, s->slot[i]);
-	free(s->slot);
-	*s = n;
-}
-
-/* Is @h new?  It is remembered from now on. */
-static bool hashset_add(struct hashset *s, uint64_t h)
-{
-	size_t i;
-
-	if ((s->count + 1) * 2 > s->cap)
-		hashset_grow(s);
-	h += !h;
-	for (i = h & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		if (s->slot[i] == h)
-			return false;
-	s->slot[i] = h;
-	s->count++;
-	return true;
-}
-
 struct checker {
 	const struct world *w;
 	struct bdev_mem_crash *cur;
 	struct bdev *img;
 	uint8_t *buf;
-	struct hashset seen;
+	struct t_hashset seen;
 	unsigned long states, distinct;
 	unsigned long torn_skipped;  /* torn cuts not made: see the top */
 };
@@ -1540,7 +1504,7 @@ static void check_cut(struct checker *ck, size_t prefix, enum bdev_mem_cut mode,
 
 	ck->states++;
 	t_ok(bdev_mem_crash_next(ck->cur, prefix, mode, rng, &h));
-	if (!hashset_add(&ck->seen, h))
+	if (!t_hashset_add(&ck->seen, h))
 		return;
 	ck->distinct++;
 	where.cut = true;
@@ -1700,7 +1664,7 @@ static void run_seed(const struct config *cf, uint64_t seed, struct totals *t)
 	bdev_mem_crash_end(ck.cur);
 	bdev_close(ck.img);
 	free(ck.buf);
-	free(ck.seen.slot);
+	t_hashset_free(&ck.seen);
 	world_free(&w);
 }
 

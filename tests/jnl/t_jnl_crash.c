@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "jnl_disk.h"          /* the commit block, to read the log */
+#include "t_hashset.h"
 #include "t_jnl.h"
 #include "util.h"
 
@@ -519,50 +520,13 @@ static void check_blocks(const struct model *m, const struct state *s)
 
 /* ---- crash states --------------------------------------------------------- */
 
-/* Hashes of the images checked so far; 0 marks a free slot. */
-struct seen {
-	uint64_t *slot;
-	size_t cap, count;
-};
-
-static bool seen_add(struct seen *s, uint64_t h);
-
-static void seen_grow(struct seen *s)
-{
-	struct seen n = { .cap = s->cap ? s->cap * 2 : 4096 };
-
-	n.slot = calloc(n.cap, sizeof(*n.slot));
-	t_assert(n.slot, "no memory");
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->slot[i])
-			seen_add(&n, s->slot[i]);
-	free(s->slot);
-	*s = n;
-}
-
-/* Is @h new?  It is remembered from now on. */
-static bool seen_add(struct seen *s, uint64_t h)
-{
-	size_t i;
-
-	if ((s->count + 1) * 2 > s->cap)
-		seen_grow(s);
-	h += !h;
-	for (i = h & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		if (s->slot[i] == h)
-			return false;
-	s->slot[i] = h;
-	s->count++;
-	return true;
-}
-
 struct run {
 	struct model *m;
 	struct bdev_mem_crash *cur;
 	struct bdev *scratch;           /* the image being recovered */
 	struct bdev *rec;               /* a sample's recovery, recorded */
 	struct bdev *again;             /* an image cut from that */
-	struct seen seen;
+	struct t_hashset seen;
 	unsigned long states, distinct;
 	unsigned long early_commits;    /* a commit block without its blocks */
 	unsigned long rec_states, rec_distinct, again_states, again_distinct;
@@ -598,7 +562,7 @@ static void check_state(struct run *r, size_t prefix, enum bdev_mem_cut mode, ui
 
 	r->states++;
 	t_ok(bdev_mem_crash_next(r->cur, prefix, mode, seed, &h));
-	if (!seen_add(&r->seen, h))
+	if (!t_hashset_add(&r->seen, h))
 		return;
 	r->distinct++;
 	t_ok(bdev_mem_crash_copy(r->cur, r->scratch));
@@ -691,7 +655,7 @@ static void recover_again(struct run *r, struct bdev *img, const uint8_t *first,
 
 /* One cut of the sample's recorded recovery. */
 static void cut_recovery_at(struct run *r, struct bdev_mem_crash *cur, size_t prefix,
-			    enum bdev_mem_cut mode, uint64_t seed, struct seen *seen,
+			    enum bdev_mem_cut mode, uint64_t seed, struct t_hashset *seen,
 			    const uint8_t *first)
 {
 	char what[96];
@@ -699,7 +663,7 @@ static void cut_recovery_at(struct run *r, struct bdev_mem_crash *cur, size_t pr
 
 	r->rec_states++;
 	t_ok(bdev_mem_crash_next(cur, prefix, mode, seed, &h));
-	if (!seen_add(seen, h))
+	if (!t_hashset_add(seen, h))
 		return;
 	r->rec_distinct++;
 	t_ok(bdev_mem_crash_copy(cur, r->again));
@@ -715,7 +679,7 @@ static void cut_recovery(struct run *r, struct bdev *rec, const uint8_t *first)
 {
 	size_t n = bdev_mem_log_count(rec);
 	struct bdev_mem_crash *cur;
-	struct seen seen = { 0 };
+	struct t_hashset seen = { 0 };
 
 	t_ok(bdev_mem_crash_begin(rec, &cur));
 	for (size_t i = 0; i <= n; i++) {
@@ -730,7 +694,7 @@ static void cut_recovery(struct run *r, struct bdev *rec, const uint8_t *first)
 		cut_recovery_at(r, cur, i + 1, BDEV_CUT_LOSE_ALL, 0, &seen, first);
 	}
 	bdev_mem_crash_end(cur);
-	free(seen.slot);
+	t_hashset_free(&seen);
 }
 
 /* A journal over @bd with its own page cache, as the mount would make. */
@@ -785,7 +749,7 @@ static void run_on(struct model *m2, struct tj *t2)
 /* One cut of the second session: its transactions on top of @first. */
 static void check_again(struct run *r, struct model *m2, struct bdev_mem_crash *cur,
 			const uint8_t *first, size_t prefix, enum bdev_mem_cut mode,
-			uint64_t seed, struct seen *seen)
+			uint64_t seed, struct t_hashset *seen)
 {
 	struct jnl_recovery info;
 	const uint8_t *img = bdev_mem_data(r->again);
@@ -795,7 +759,7 @@ static void check_again(struct run *r, struct model *m2, struct bdev_mem_crash *
 
 	r->again_states++;
 	t_ok(bdev_mem_crash_next(cur, prefix, mode, seed, &h));
-	if (!seen_add(seen, h))
+	if (!t_hashset_add(seen, h))
 		return;
 	r->again_distinct++;
 	t_ok(bdev_mem_crash_copy(cur, r->again));
@@ -826,7 +790,7 @@ static void cut_second_session(struct run *r, struct bdev *img, const uint8_t *f
 {
 	static struct model m2;
 	struct bdev_mem_crash *cur;
-	struct seen seen = { 0 };
+	struct t_hashset seen = { 0 };
 	struct tj t2;
 	size_t n;
 
@@ -848,7 +812,7 @@ static void cut_second_session(struct run *r, struct bdev *img, const uint8_t *f
 		check_again(r, &m2, cur, first, i + 1, BDEV_CUT_LOSE_ALL, 0, &seen);
 	}
 	bdev_mem_crash_end(cur);
-	free(seen.slot);
+	t_hashset_free(&seen);
 	detach(&t2);
 	free_model(&m2);
 }
@@ -946,7 +910,7 @@ int main(int argc, char **argv)
 	bdev_close(r.scratch);
 	bdev_close(r.rec);
 	bdev_close(r.again);
-	free(r.seen.slot);
+	t_hashset_free(&r.seen);
 	free_model(&m);
 	tj_teardown(&t);
 	return 0;
