@@ -169,18 +169,9 @@ static int set_size(struct mfs_node *n, uint64_t size, bool orphan)
  * unlinked (its last close frees it and takes it off). */
 static int truncate_done(struct mfs_node *n)
 {
-	struct mfs_fs *fs = n->fs;
-	struct jnl_handle h;
-	int err;
-
 	if (!n->raw.i_links_count)
 		return 0;
-	pthread_mutex_lock(&fs->orphan_lock);
-	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
-	if (!err)
-		err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
-	pthread_mutex_unlock(&fs->orphan_lock);
-	return err;
+	return mfs_orphan_remove(n);
 }
 
 /* rwsem held for writing. */

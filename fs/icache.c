@@ -663,22 +663,27 @@ int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
 	return err ? err : mfs_inode_write(n, h, true);
 }
 
-/* A linked orphan was being truncated: free what lies past its size, then
- * take it off the list. */
-static int orphan_truncated(struct mfs_node *n)
+int mfs_orphan_remove(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
-	int err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(node_size(n), fs->bs));
+	int err;
 
-	if (err)
-		return err;
 	pthread_mutex_lock(&fs->orphan_lock);
 	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS, &h);
 	if (!err)
 		err = mfs_jstop(fs, &h, mfs_orphan_del(n, &h));
 	pthread_mutex_unlock(&fs->orphan_lock);
 	return err;
+}
+
+/* A linked orphan was being truncated: free what lies past its size, then
+ * take it off the list. */
+static int orphan_truncated(struct mfs_node *n)
+{
+	int err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(node_size(n), n->fs->bs));
+
+	return err ? err : mfs_orphan_remove(n);
 }
 
 /*

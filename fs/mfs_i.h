@@ -223,6 +223,8 @@ int mfs_icache_sync(struct mfs_fs *fs);
 int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h);
 int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h);
 #define MFS_ORPHAN_CREDITS 3u
+/* mfs_orphan_del in a handle of its own, taking fs->orphan_lock. */
+int mfs_orphan_remove(struct mfs_node *n);
 int mfs_orphans_process(struct mfs_fs *fs);
 
 static inline uint16_t node_mode(struct mfs_node *n)
