@@ -347,6 +347,21 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/* The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	uint64_t pos = 0;
+	int err = off < 0 ? -ENXIO : mfs_lseek(fs_of(req), file_of(fi), (uint64_t)off,
+					       whence, &pos);
+
+	(void)ino;
+	if (err)
+		reply_err(req, err);
+	else
+		fuse_reply_lseek(req, (off_t)pos);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -506,7 +521,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 #define OPS(X) X(lookup) X(forget) X(forget_multi) X(getattr) X(setattr)         \
 	X(readlink) X(mknod) X(mkdir) X(symlink) X(link) X(unlink) X(rmdir)      \
-	X(rename) X(open) X(create) X(read) X(write) X(flush) X(release)         \
+	X(rename) X(open) X(create) X(read) X(write) X(flush) X(lseek) X(release)         \
 	X(fsync) X(opendir) X(readdir) X(readdirplus) X(releasedir) X(fsyncdir) \
 	X(statfs) X(access)
 
@@ -586,6 +601,8 @@ TIMED(read, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 TIMED(write, (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi), (req, ino, buf, size, off, fi))
 TIMED(flush, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+TIMED(lseek, (fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	      struct fuse_file_info *fi), (req, ino, off, whence, fi))
 TIMED(release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
 TIMED(fsync, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
       (req, ino, datasync, fi))
@@ -600,6 +617,18 @@ TIMED(fsyncdir, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
       (req, ino, datasync, fi))
 TIMED(statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
 TIMED(access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
+
+/* Attributes only: no page of the inode is touched, so this is safe from
+ * inside a request on the same inode. */
+static void inval_attrs(void *arg, uint64_t ino)
+{
+	fuse_lowlevel_notify_inval_inode(arg, to_fuse(ino), -1, 0);
+}
+
+void mfs_fuse_bind(struct mfs_fs *fs, struct fuse_session *se)
+{
+	mfs_set_inval(fs, inval_attrs, se);
+}
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -631,6 +660,7 @@ const struct fuse_lowlevel_ops mfs_fuse_ops = {
 	.read = timed_read,
 	.write = timed_write,
 	.flush = timed_flush,
+	.lseek = timed_lseek,
 	.release = timed_release,
 	.fsync = timed_fsync,
 	.opendir = timed_opendir,

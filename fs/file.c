@@ -266,6 +266,37 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 	return done ? (ssize_t)done : err;
 }
 
+/* ---- SEEK_DATA / SEEK_HOLE ----------------------------------------------- */
+
+/* Blocks are allocated when written, so the block map alone says where
+ * data is; past i_size there is none, and the end of file is a hole. */
+int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
+	      uint64_t *out)
+{
+	struct mfs_node *n = f->n;
+	uint64_t size, blk;
+	uint32_t bs = fs->bs;
+	int err;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (!n || !S_ISREG(node_mode(n)) || !n->map)
+		return -EINVAL;
+	pthread_mutex_lock(&n->lock);
+	size = node_size(n);
+	pthread_mutex_unlock(&n->lock);
+	if (off >= size)
+		return -ENXIO;
+	err = mfs_bmap_seek(n, off / bs, UT_DIV_ROUND_UP(size, bs),
+			    whence == SEEK_DATA, &blk);
+	if (err)
+		return err;
+	if (blk * bs >= size)
+		return whence == SEEK_DATA ? -ENXIO : (*out = size, 0);
+	*out = UT_MAX(off, blk * bs);
+	return 0;
+}
+
 /* ---- write --------------------------------------------------------------- */
 
 /* The page at @idx, locked and mapped to a block, ready for bytes

@@ -88,6 +88,71 @@ int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
 	return err;
 }
 
+/* ---- SEEK_DATA and SEEK_HOLE --------------------------------------------- */
+
+struct seek_ctx {
+	struct mfs_node *n;
+	bool data;               /* looking for data, else for a hole */
+	uint64_t next;           /* the block a hole search expects next */
+	uint64_t found;
+};
+
+static int seek_read(void *arg, uint64_t blk, void *buf)
+{
+	struct seek_ctx *c = arg;
+	struct pc_page *pg;
+	int err = mfs_meta_read(c->n->fs, blk, &pg);
+
+	if (err)
+		return err;
+	memcpy(buf, pg->data, c->n->fs->bs);
+	pc_put_page(pg);
+	return 0;
+}
+
+/* Blocks arrive in order: the first one is the data sought, and the
+ * first gap before one is the hole sought. */
+static int seek_block(void *arg, uint64_t lblk, uint64_t pblk)
+{
+	struct seek_ctx *c = arg;
+
+	(void)pblk;
+	if (c->data || lblk > c->next) {
+		c->found = c->data ? lblk : c->next;
+		return 1;
+	}
+	c->next = lblk + 1;
+	return 0;
+}
+
+int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
+		  uint64_t *out)
+{
+	struct mfs_fs *fs = n->fs;
+	struct seek_ctx c = { .n = n, .data = data, .next = lblk, .found = end };
+	struct mfs_inode in;
+	char why[160] = "";
+	struct mfs_bmap_walk w = {
+		.sb = &fs->sb, .ino = n->ino, .in = &in,
+		.read_block = seek_read, .read_ctx = &c,
+		.data = seek_block, .ctx = &c, .why = why, .whylen = sizeof(why),
+	};
+	int err;
+
+	pthread_rwlock_rdlock(&n->map_lock);
+	pthread_mutex_lock(&n->lock);
+	in = n->raw;
+	pthread_mutex_unlock(&n->lock);
+	err = mfs_bmap_walk(&w, lblk, end);
+	pthread_rwlock_unlock(&n->map_lock);
+	if (err < 0)
+		return err == -EUCLEAN ? mfs_error(fs, "%s", why) : err;
+	if (!data && !err)
+		c.found = c.next;        /* mapped up to the end of the walk */
+	*out = UT_MIN(c.found, end);
+	return 0;
+}
+
 /* ---- allocation ---------------------------------------------------------- */
 
 uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n)

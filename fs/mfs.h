@@ -372,6 +372,10 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 		  struct mfs_file *f, const void *buf, size_t size, uint64_t off,
 		  unsigned int flags);
+/* lseek(2) with SEEK_DATA or SEEK_HOLE (the other kinds need no
+ * filesystem): -ENXIO at or past the end, or no data after @off. */
+int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
+	      uint64_t *out);
 /* fsync(2) / fdatasync(2) of an inode (files and directories). */
 int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync);
 int mfs_release(struct mfs_fs *fs, struct mfs_file *f);
@@ -425,6 +429,13 @@ size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size);
  * NULL removes it. */
 typedef size_t (*mfs_stats_fn)(void *arg, char *buf, size_t size);
 void mfs_stats_set_source(struct mfs_fs *fs, mfs_stats_fn fn, void *arg);
+
+/* Called when the filesystem changes an inode's attributes on its own, in
+ * an operation whose reply does not carry them (a write that drops the
+ * set-id bits), so that a cache of the attributes can drop them.  Set
+ * before the first operation. */
+typedef void (*mfs_inval_fn)(void *arg, uint64_t ino);
+void mfs_set_inval(struct mfs_fs *fs, mfs_inval_fn fn, void *arg);
 
 /* ---- printing (miscfs-debug) --------------------------------------------- */
 

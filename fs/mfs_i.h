@@ -116,6 +116,8 @@ struct mfs_fs {
 	pthread_mutex_t stats_lock;      /* leaf: the source below */
 	mfs_stats_fn stats_fn;
 	void *stats_arg;
+	mfs_inval_fn inval_fn;           /* set before the first request */
+	void *inval_arg;
 
 	struct {
 		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;
@@ -241,6 +243,10 @@ void mfs_now(struct timespec *ts);
 /* imap.c: block maps and file mappings */
 int mfs_map_create(struct mfs_node *n);
 int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk);
+/* The first block of [@lblk, @end) that is mapped (@data) or a hole
+ * (!@data), or @end; a hole costs one step whatever its size. */
+int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
+		  uint64_t *out);
 /* Map @lblk, allocating it (and indirect blocks) if it is a hole; *@isnew
  * says so.  The caller holds the rwsem for writing, a handle, and has
  * reserved the blocks. */
