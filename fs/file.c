@@ -80,12 +80,11 @@ static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
 
 	if (!S_ISREG(node_mode(n)))
 		return 0;
+	/* Even an empty file gets new times, as truncate(2) gives them. */
 	pthread_rwlock_wrlock(&n->rwsem);
-	if (node_size(n)) {
-		err = mfs_kill_suid(n, cr);
-		if (!err)
-			err = mfs_truncate_locked(n, cr, 0);
-	}
+	err = mfs_kill_suid(n, cr);
+	if (!err)
+		err = mfs_truncate_locked(n, cr, 0);
 	pthread_rwlock_unlock(&n->rwsem);
 	return err;
 }
@@ -181,11 +180,24 @@ int mfs_release(struct mfs_fs *fs, struct mfs_file *f)
 
 /* ---- read ---------------------------------------------------------------- */
 
-/* relatime: atime moves when it is older than mtime or ctime, or a day old. */
+/* Nanoseconds since the epoch: a file read in the second it was written
+ * must compare by its nanoseconds too. */
+static __int128 ns_of(int64_t sec, uint32_t nsec)
+{
+	return (__int128)sec * 1000000000 + nsec;
+}
+
+static __int128 raw_ns(int64_t le_sec, uint32_t le_nsec)
+{
+	return ns_of((int64_t)le64toh(le_sec), le32toh(le_nsec));
+}
+
+/* relatime: atime moves when it is not newer than mtime or ctime, or is
+ * a day old. */
 static bool atime_due(struct mfs_node *n, const struct timespec *now)
 {
 	enum mfs_atime_mode mode = n->fs->opts.atime;
-	int64_t at, mt, ct;
+	__int128 at, mt, ct;
 
 	if (mode == MFS_ATIME_NONE || mfs_check_rw(n->fs) ||
 	    (le32toh(n->raw.i_flags) & MFS_NOATIME_FL))
@@ -193,11 +205,12 @@ static bool atime_due(struct mfs_node *n, const struct timespec *now)
 	if (mode == MFS_ATIME_STRICT)
 		return true;
 	pthread_mutex_lock(&n->lock);
-	at = le64toh(n->raw.i_atime);
-	mt = le64toh(n->raw.i_mtime);
-	ct = le64toh(n->raw.i_ctime);
+	at = raw_ns(n->raw.i_atime, n->raw.i_atime_nsec);
+	mt = raw_ns(n->raw.i_mtime, n->raw.i_mtime_nsec);
+	ct = raw_ns(n->raw.i_ctime, n->raw.i_ctime_nsec);
 	pthread_mutex_unlock(&n->lock);
-	return at <= mt || at <= ct || now->tv_sec - at >= 24 * 3600;
+	return at <= mt || at <= ct ||
+	       ns_of(now->tv_sec, (uint32_t)now->tv_nsec) - at >= ns_of(24 * 3600, 0);
 }
 
 static void touch_atime(struct mfs_node *n)
@@ -362,10 +375,19 @@ static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf
 	return err;
 }
 
-/* Blocks a chunk may allocate. */
-static uint64_t chunk_blocks(struct mfs_fs *fs)
+/* Blocks the chunk from @pos may allocate: none when every block it
+ * writes is mapped already, so that a rewrite works on a full filesystem. */
+static int chunk_blocks(struct mfs_node *n, uint64_t pos, size_t left,
+			uint64_t *resv)
 {
-	return mfs_bmap_worst(fs, WRITE_CHUNK);
+	uint32_t bs = n->fs->bs;
+	uint64_t first = pos / bs, hole;
+	uint64_t end = UT_MIN(first + WRITE_CHUNK, UT_DIV_ROUND_UP(pos + left, bs));
+	int err = mfs_bmap_seek(n, first, end, false, &hole);
+
+	if (!err)
+		*resv = hole < end ? mfs_bmap_worst(n->fs, end - first) : 0;
+	return err;
 }
 
 static int chunk_credits(void)
@@ -396,11 +418,13 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 	int err = 0;
 
 	while (*done < size && !err) {
-		uint64_t resv = chunk_blocks(fs), since = mfs_blocks_allocated();
+		uint64_t resv, since = mfs_blocks_allocated();
 		uint64_t blocks = le64toh(n->raw.i_blocks), start = *done;
 		struct jnl_handle h;
 
-		err = mfs_reserve_blocks(fs, cr, resv);
+		err = chunk_blocks(n, off + *done, size - *done, &resv);
+		if (!err)
+			err = mfs_reserve_blocks(fs, cr, resv);
 		if (err)
 			break;
 		err = mfs_jstart(fs, (uint32_t)chunk_credits(), &h);
