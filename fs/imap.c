@@ -498,23 +498,30 @@ int mfs_bmap_truncate(struct mfs_node *n, uint64_t from)
 
 /* ---- the mapping of a file's pages --------------------------------------- */
 
+/*
+ * A read past i_size finds zeros.  Writeback goes by the block map alone:
+ * a write that extends the file maps and dirties its pages before it sets
+ * the new i_size, and memory pressure may write them back in between;
+ * taking them for holes would call them clean and let reclaim drop the
+ * only copy of the data.
+ */
 static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 		    uint64_t *block)
 {
 	struct mfs_node *n = ctx;
-	uint64_t size;
+	uint64_t pages;
 	int err;
 
 	(void)m;
 	pthread_mutex_lock(&n->lock);
-	size = le64toh(n->raw.i_size);
+	pages = UT_DIV_ROUND_UP(le64toh(n->raw.i_size), n->fs->bs);
 	pthread_mutex_unlock(&n->lock);
-	if (index >= UT_DIV_ROUND_UP(size, n->fs->bs))
+	if (!write && index >= pages)
 		return PC_BLOCK_HOLE;
 	err = mfs_bmap_lookup(n, index, block);
 	if (err)
 		return err;
-	if (!*block && write)
+	if (!*block && write && index < pages)
 		mlog_warn("inode %" PRIu32 ": dirty page %" PRIu64 " has no block",
 			  n->ino, index);
 	return *block ? 0 : PC_BLOCK_HOLE;
