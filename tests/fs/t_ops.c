@@ -113,6 +113,42 @@ static void many_entries(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: 600 entries (%u)\n", bs);
 }
 
+static void seek_is(struct mfs_fs *fs, uint64_t ino, uint64_t off, int whence,
+		    int64_t want)
+{
+	struct mfs_file *o;
+	uint64_t pos = 0;
+	int err;
+
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &o));
+	err = mfs_lseek(fs, o, off, whence, &pos);
+	t_assert(want < 0 ? err == want : !err && pos == (uint64_t)want,
+		 "lseek(%" PRIu64 ", %s) of inode %" PRIu64 ": %d, %" PRIu64
+		 "; expected %" PRId64, off, whence == SEEK_DATA ? "data" : "hole",
+		 ino, err, pos, want);
+	t_ok(mfs_release(fs, o));
+}
+
+/* Data at [0, 3 bs + 50) and [big, big + 5000), a hole between that spans
+ * the single and into the double indirect range. */
+static void seeks(struct mfs_fs *fs, uint64_t f, uint64_t big)
+{
+	uint64_t end = big + 5000, dstart = big / bs * bs;
+
+	seek_is(fs, f, 0, SEEK_DATA, 0);
+	seek_is(fs, f, 0, SEEK_HOLE, 4 * (int64_t)bs);
+	seek_is(fs, f, 3 * bs + 49, SEEK_DATA, 3 * (int64_t)bs + 49);
+	seek_is(fs, f, 4 * bs, SEEK_DATA, (int64_t)dstart);
+	seek_is(fs, f, 5 * bs + 3, SEEK_HOLE, 5 * (int64_t)bs + 3);
+	seek_is(fs, f, dstart + 1, SEEK_DATA, (int64_t)dstart + 1);
+	seek_is(fs, f, dstart, SEEK_HOLE, (int64_t)end);   /* the end is a hole */
+	seek_is(fs, f, end - 1, SEEK_HOLE, (int64_t)end);
+	seek_is(fs, f, end, SEEK_DATA, -ENXIO);
+	seek_is(fs, f, end, SEEK_HOLE, -ENXIO);
+	seek_is(fs, f, end + bs, SEEK_HOLE, -ENXIO);
+	seek_is(fs, f, 0, SEEK_SET, -EINVAL);
+}
+
 static void data(struct mfs_fs *fs, struct bdev *bd)
 {
 	uint64_t big = (uint64_t)bs * (12 + 2 * mfs_addr_per_block(bs) + 5);
@@ -125,6 +161,7 @@ static void data(struct mfs_fs *fs, struct bdev *bd)
 	tf_verify(fs, f, 0, 50, 1);
 	tf_verify(fs, f, 50, 3 * bs, 2);
 	tf_verify(fs, f, big, 5000, 3);
+	seeks(fs, f, big);
 	h = mkfile(fs, MFS_ROOT_INO, "holes", 0644);
 	tf_write(fs, h, 10 * (uint64_t)bs + 7, 10, 4);
 	fs = remount(fs, bd);
@@ -133,6 +170,7 @@ static void data(struct mfs_fs *fs, struct bdev *bd)
 	tf_verify(fs, f, big, 5000, 3);
 	t_ok(mfs_getattr(fs, f, &st));
 	t_eq(st.st_size, big + 5000);
+	seeks(fs, f, big);
 	h = tf_ino(fs, "holes");
 	{
 		struct mfs_file *o;
@@ -407,6 +445,8 @@ static void full(struct mfs_fs *fs, struct bdev *bd)
 	while ((n = mfs_write(fs, &tf_root, o, buf, chunk, off, 0)) > 0)
 		off += (uint64_t)n;
 	t_eq(n, -ENOSPC);
+	/* Rewriting blocks the file has needs no free one. */
+	t_eq(mfs_write(fs, &tf_root, o, buf, chunk, 0, 0), (ssize_t)chunk);
 	t_ok(mfs_release(fs, o));
 	fs = remount(fs, bd);
 	t_ok(mfs_getattr(fs, tf_ino(fs, "fill"), &st));
