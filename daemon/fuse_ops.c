@@ -618,18 +618,6 @@ TIMED(fsyncdir, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 TIMED(statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
 TIMED(access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
 
-/* Attributes only: no page of the inode is touched, so this is safe from
- * inside a request on the same inode. */
-static void inval_attrs(void *arg, uint64_t ino)
-{
-	fuse_lowlevel_notify_inval_inode(arg, to_fuse(ino), -1, 0);
-}
-
-void mfs_fuse_bind(struct mfs_fs *fs, struct fuse_session *se)
-{
-	mfs_set_inval(fs, inval_attrs, se);
-}
-
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	mfs_stats_set_source(userdata, format_requests, NULL);

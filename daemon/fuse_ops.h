@@ -12,8 +12,4 @@
 
 extern const struct fuse_lowlevel_ops mfs_fuse_ops;
 
-/* Lets the core drop the kernel's cached attributes of an inode through
- * session @se; before the session serves. */
-void mfs_fuse_bind(struct mfs_fs *fs, struct fuse_session *se);
-
 #endif /* MISCFS_FUSE_OPS_H */

@@ -225,34 +225,12 @@ static int check_times(struct mfs_node *n, const struct mfs_cred *cr,
 	return given ? -EPERM : mfs_permission(n, cr, W_OK);
 }
 
-/*
- * A mode change is the owner's, with one exception: a change that only
- * drops set-id bits, asked by someone who may write the file.  That is
- * how FUSE's kernel side removes them when another user writes or
- * truncates (it sends the cleared mode as a chmod from the writer), and
- * the writer could drop them by writing anyway.
- */
-static int check_mode(struct mfs_node *n, const struct mfs_cred *cr,
-		      const struct mfs_setattr *sa)
-{
-	uint16_t old = node_mode(n) & 07777, setid = S_ISUID | S_ISGID;
-	uint16_t want = sa->mode & 07777;
-
-	if (is_owner(n, cr))
-		return 0;
-	if (want == old || (want | setid) != (old | setid) || (want & ~old))
-		return -EPERM;
-	if (sa->valid & MFS_SET_BY_FILE)
-		return 0;
-	return mfs_permission(n, cr, W_OK) ? -EPERM : 0;
-}
-
 static int setattr_check(struct mfs_node *n, const struct mfs_cred *cr,
 			 const struct mfs_setattr *sa)
 {
 	int err = 0;
 
-	if ((sa->valid & MFS_SET_MODE) && check_mode(n, cr, sa))
+	if ((sa->valid & MFS_SET_MODE) && !is_owner(n, cr))
 		return -EPERM;
 	if (sa->valid & (MFS_SET_UID | MFS_SET_GID))
 		err = check_chown(n, cr, sa);
@@ -343,27 +321,15 @@ int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr)
 {
 	struct mfs_setattr sa = { .valid = MFS_SET_MODE };
 	uint16_t mode = node_mode(n);
-	int err;
 
 	if (!cr || cr->uid == 0 || !(mode & (S_ISUID | S_ISGID)))
 		return 0;
+	if (!(mode & S_ISUID) && !(mode & S_IXGRP))
+		return 0;       /* setgid without group exec: mandatory locking */
 	sa.mode = mode & ~S_ISUID;
-	/* Set-gid without group execute is kept for members of the group
-	 * only, as Linux does since 6.2. */
-	if ((mode & S_IXGRP) || !mfs_in_group(cr, le32toh(n->raw.i_gid)))
+	if (mode & S_IXGRP)
 		sa.mode &= ~S_ISGID;
-	if (sa.mode == mode)
-		return 0;
-	err = setattr_apply(n, NULL, &sa);
-	if (!err && n->fs->inval_fn)
-		n->fs->inval_fn(n->fs->inval_arg, n->ino);
-	return err;
-}
-
-void mfs_set_inval(struct mfs_fs *fs, mfs_inval_fn fn, void *arg)
-{
-	fs->inval_fn = fn;
-	fs->inval_arg = arg;
+	return setattr_apply(n, NULL, &sa);
 }
 
 int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,

@@ -80,11 +80,12 @@ static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
 
 	if (!S_ISREG(node_mode(n)))
 		return 0;
-	/* Even an empty file gets new times, as truncate(2) gives them. */
 	pthread_rwlock_wrlock(&n->rwsem);
-	err = mfs_kill_suid(n, cr);
-	if (!err)
-		err = mfs_truncate_locked(n, cr, 0);
+	if (node_size(n)) {
+		err = mfs_kill_suid(n, cr);
+		if (!err)
+			err = mfs_truncate_locked(n, cr, 0);
+	}
 	pthread_rwlock_unlock(&n->rwsem);
 	return err;
 }

@@ -430,13 +430,6 @@ size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size);
 typedef size_t (*mfs_stats_fn)(void *arg, char *buf, size_t size);
 void mfs_stats_set_source(struct mfs_fs *fs, mfs_stats_fn fn, void *arg);
 
-/* Called when the filesystem changes an inode's attributes on its own, in
- * an operation whose reply does not carry them (a write that drops the
- * set-id bits), so that a cache of the attributes can drop them.  Set
- * before the first operation. */
-typedef void (*mfs_inval_fn)(void *arg, uint64_t ino);
-void mfs_set_inval(struct mfs_fs *fs, mfs_inval_fn fn, void *arg);
-
 /* ---- printing (miscfs-debug) --------------------------------------------- */
 
 void mfs_sb_print(const struct mfs_super *sb, FILE *out);

@@ -116,8 +116,6 @@ struct mfs_fs {
 	pthread_mutex_t stats_lock;      /* leaf: the source below */
 	mfs_stats_fn stats_fn;
 	void *stats_arg;
-	mfs_inval_fn inval_fn;           /* set before the first request */
-	void *inval_arg;
 
 	struct {
 		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;
