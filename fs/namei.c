@@ -169,7 +169,7 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 	struct mfs_inode raw;
 	struct jnl_handle h;
 	uint32_t ino;
-	bool is_dir = S_ISDIR(ni->mode);
+	bool is_dir = S_ISDIR(ni->mode), named = false;
 	int err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 12, &h);
 
 	if (err)
@@ -185,8 +185,18 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		err = mfs_inode_write(*out, &h, true);
 	if (!err)
 		err = mfs_dir_add(dir, &h, name, len, ino, mfs_mode_to_ft((uint16_t)ni->mode));
+	named = !err;
 	if (!err)
 		err = parent_update(dir, &h, is_dir ? 1 : 0);
+	/* A handle cannot be undone: the inode's bit is set and may outlive
+	 * this failure, with its slot on disk still the previous owner's
+	 * (no links).  With no entry naming it, it has no link either, so
+	 * the caller's iput frees it, and the blocks fill_new gave it. */
+	if (err && *out && !named) {
+		pthread_mutex_lock(&(*out)->lock);
+		(*out)->raw.i_links_count = 0;
+		pthread_mutex_unlock(&(*out)->lock);
+	}
 	return mfs_jstop(fs, &h, err);
 }
 
