@@ -125,6 +125,30 @@ struct jnl_config {
 	 */
 	int (*submit_ordered)(void *arg, struct jnl_inode *ji);
 	int (*wait_ordered)(void *arg, struct jnl_inode *ji);
+	/*
+	 * Called before the journal superblock first says that the log holds
+	 * a transaction, after it said the log was empty (the first commit of
+	 * the journal, and the first after a checkpoint emptied the log).  It
+	 * runs under the superblock's mutex, holding no other lock of the
+	 * journal; an error fails the commit.  May be NULL.  The filesystem
+	 * sets its "needs recovery" flag on the disk here.
+	 */
+	int (*log_in_use)(void *arg);
+	/*
+	 * Called on every copy of a block the journal is about to write, to
+	 * the log (the commit's snapshot) or home (a checkpoint), before its
+	 * checksum is taken: it may change the copy.  It runs under j_lock,
+	 * so it must neither sleep nor take a lock.  May be NULL.  The
+	 * filesystem keeps its sticky superblock flags in every copy of the
+	 * superblock, so that neither a checkpoint nor a replay clears them.
+	 */
+	void (*frozen)(void *arg, uint64_t home, void *data);
+	/*
+	 * Called once, holding no lock of the journal, after the journal
+	 * aborted with @err (the error is also in the journal superblock's
+	 * s_errno, if that could be written).  May be NULL.
+	 */
+	void (*aborted)(void *arg, int err);
 	void *arg;
 };
 
@@ -232,6 +256,7 @@ struct jnl_recovery {
 	uint32_t first_tid, last_tid;
 	uint64_t replayed;           /* blocks written home */
 	uint64_t revoked;            /* block copies skipped as revoked */
+	int32_t jnl_errno;           /* s_errno: the journal was aborted */
 	char end[256];               /* why the scan stopped */
 };
 
@@ -250,6 +275,13 @@ struct jnl_recovery {
  */
 int jnl_recover(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 		unsigned int flags, struct jnl_recovery *info);
+
+/*
+ * Clear the journal superblock's s_errno, left by an abort, once the
+ * filesystem has recorded the error where it keeps it (its superblock).
+ * 0 if it was clear already; -EUCLEAN if the superblock is damaged.
+ */
+int jnl_clear_errno(struct bdev *bd, const uint64_t *map, uint32_t nblocks);
 
 /* The journal's checksum: low 32 bits of XXH3-64 with @seed. */
 uint32_t jnl_csum(uint64_t seed, const void *buf, size_t len);

@@ -77,6 +77,8 @@ static int gather(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
 		if (!copy)
 			return -ENOMEM;
 		memcpy(copy, jnl_buf_data(jb), bs);
+		if (j->j_cfg.frozen)
+			j->j_cfg.frozen(j->j_cfg.arg, jb->b_home, copy);
 		jb->b_cp_busy = true;
 		b->bufs[b->n] = jb;
 		b->copies[b->n] = copy;
@@ -175,5 +177,7 @@ int jnl_checkpoint_one(struct jnl *j)
 		err = jnl_sync_sb(j);              /* K3 */
 	pthread_mutex_unlock(&j->j_cp_mutex);
 	free(b);
+	if (err)
+		jnl_report_abort(j);
 	return err ? err : t ? 1 : 0;
 }

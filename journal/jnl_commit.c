@@ -109,6 +109,8 @@ static int snapshot(struct jnl *j, struct jnl_tx *t, struct commit *c)
 			continue;
 		}
 		memcpy(copy, jnl_buf_data(jb), bs);
+		if (j->j_cfg.frozen)
+			j->j_cfg.frozen(j->j_cfg.arg, jb->b_home, copy);
 		jb->b_committing = true;
 		c->blocks[c->n] = (struct jnl_log_block){ jb->b_home, copy };
 		c->bufs[c->n++] = jb;
@@ -286,5 +288,7 @@ int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)
 		err = write_log(j, t, &c, &end);
 	finish(j, t, &c, end, err, t0);
 	commit_free(&c);
+	if (err)
+		jnl_report_abort(j);
 	return err;
 }

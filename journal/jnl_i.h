@@ -125,6 +125,7 @@ struct jnl {
 	uint32_t j_tail;                 /* start of the oldest live transaction */
 	uint32_t j_reserved;             /* log blocks reserved by open transactions */
 	int j_aborted;                   /* 0 or the -errno that stopped it */
+	bool j_abort_reported;           /* jnl_report_abort() has run */
 	bool j_stop;
 	struct jnl_buf **j_hash;
 	uint32_t j_hash_mask;
@@ -181,6 +182,9 @@ static inline void jnl_order_handle(int delta) { (void)delta; }
 /* Wake the commit thread for @tid and wait for it (j_lock held). */
 int jnl_wait_commit_locked(struct jnl *j, uint32_t tid);
 void jnl_abort(struct jnl *j, int err, const char *what);
+/* After an abort, once: s_errno to the journal superblock and the
+ * configuration's aborted() (no lock of the journal held). */
+void jnl_report_abort(struct jnl *j);
 
 /* Transaction IDs wrap: is @a older than @b? */
 static inline bool jnl_tid_before(uint32_t a, uint32_t b)

@@ -103,7 +103,12 @@ int jnl_sync_sb(struct jnl *j)
 	pthread_mutex_lock(&j->j_lock);
 	log_start(j, &start, &seq, &tail);
 	pthread_mutex_unlock(&j->j_lock);
-	if (le32toh(j->j_sb.s_start) != start || le32toh(j->j_sb.s_sequence) != seq) {
+	/* The filesystem's flag must be on the disk before the log, which
+	 * needs it, can hold a transaction. */
+	if (!j->j_sb.s_start && start && j->j_cfg.log_in_use)
+		err = j->j_cfg.log_in_use(j->j_cfg.arg);
+	if (!err && (le32toh(j->j_sb.s_start) != start ||
+		     le32toh(j->j_sb.s_sequence) != seq)) {
 		j->j_sb.s_start = htole32(start);
 		j->j_sb.s_sequence = htole32(seq);
 		err = jnl_sb_write(&j->j_geom, &j->j_sb);
@@ -126,6 +131,29 @@ void jnl_abort(struct jnl *j, int err, const char *what)
 	}
 	pthread_cond_broadcast(&j->j_wait_done);
 	pthread_cond_broadcast(&j->j_wait_updates);
+}
+
+void jnl_report_abort(struct jnl *j)
+{
+	int err;
+
+	pthread_mutex_lock(&j->j_lock);
+	err = j->j_abort_reported ? 0 : j->j_aborted;
+	if (err)
+		j->j_abort_reported = true;
+	pthread_mutex_unlock(&j->j_lock);
+	if (!err)
+		return;
+	/* As JBD does: the error outlives the daemon in the journal's own
+	 * superblock, which no replay rewrites, whatever becomes of the
+	 * filesystem's.  The log may be what failed, so this is a try. */
+	pthread_mutex_lock(&j->j_sb_mutex);
+	j->j_sb.s_errno = htole32((uint32_t)err);
+	if (jnl_sb_write(&j->j_geom, &j->j_sb))
+		mlog_err("journal: cannot record the abort in its superblock");
+	pthread_mutex_unlock(&j->j_sb_mutex);
+	if (j->j_cfg.aborted)
+		j->j_cfg.aborted(j->j_cfg.arg, err);
 }
 
 /* ---- the commit thread --------------------------------------------------- */
@@ -378,6 +406,7 @@ int jnl_close(struct jnl *j)
 	pthread_cond_signal(&j->j_wait_commit);
 	pthread_mutex_unlock(&j->j_lock);
 	pthread_join(j->j_thread, NULL);
+	jnl_report_abort(j);
 	if (!err && j->j_aborted)
 		err = -EIO;
 	drop_all(j);

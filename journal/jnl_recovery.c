@@ -459,6 +459,7 @@ static int recover(struct recovery *r, struct bdev *bd, const uint64_t *map,
 	if (err)
 		return err;
 	r->info->first_tid = le32toh(r->sb.s_sequence);
+	r->info->jnl_errno = (int32_t)le32toh(r->sb.s_errno);
 	if (!r->sb.s_start) {
 		r->info->was_empty = true;
 		snprintf(r->info->end, sizeof(r->info->end), "the log is empty");

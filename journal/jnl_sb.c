@@ -127,3 +127,25 @@ int jnl_sb_write(const struct jnl_geom *g, struct jnl_superblock *sb)
 	bdev_free_buf(blk);
 	return err;
 }
+
+int jnl_clear_errno(struct bdev *bd, const uint64_t *map, uint32_t nblocks)
+{
+	struct jnl_geom g = { .bd = bd, .map = map, .nblocks = nblocks,
+			      .bs = bd->block_size };
+	struct jnl_superblock sb;
+	char why[200];
+	void *blk = bdev_alloc_buf(g.bs);
+	int err = blk ? jnl_read_block(&g, 0, blk) : -ENOMEM;
+
+	if (!err)
+		memcpy(&sb, blk, sizeof(sb));
+	bdev_free_buf(blk);
+	if (!err && jnl_sb_check(&sb, nblocks, g.bs, why, sizeof(why))) {
+		mlog_err("%s", why);
+		err = -EUCLEAN;
+	}
+	if (err || !sb.s_errno)
+		return err;
+	sb.s_errno = 0;
+	return jnl_sb_write(&g, &sb);
+}
