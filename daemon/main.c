@@ -76,7 +76,7 @@ static int opt_value(struct args *a, const char *key, const char *val)
 	} else if (!strcmp(key, "errors")) {
 		if (strcmp(val, "continue") && strcmp(val, "remount-ro"))
 			return mlog_err("errors=%s: use continue or remount-ro", val), -1;
-		a->mo.errors_ro = !strcmp(val, "remount-ro");
+		a->mo.errors = strcmp(val, "remount-ro") ? MFS_ERRORS_CONTINUE : MFS_ERRORS_RO;
 	} else if (!strcmp(key, "fsname") || !strcmp(key, "subtype")) {
 		char buf[PATH_MAX + 16];
 

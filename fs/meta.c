@@ -21,8 +21,9 @@ int mfs_error(struct mfs_fs *fs, const char *fmt, ...)
 	va_end(ap);
 	mlog_err("%s", line);
 	atomic_store(&fs->had_error, true);
-	if (fs->opts.errors_ro && !atomic_exchange(&fs->ro, true))
+	if (fs->opts.errors == MFS_ERRORS_RO && !atomic_exchange(&fs->ro, true))
 		mlog_err("errors=remount-ro: the filesystem is now read-only");
+	mfs_error_record(fs);
 	return -EUCLEAN;
 }
 

@@ -257,7 +257,9 @@ struct mfs_mount_opts {
 	unsigned int commit_s;       /* seconds between commits; 0: 5 */
 	enum mfs_atime_mode atime;
 	bool read_only;
-	bool errors_ro;              /* errors=remount-ro, else continue */
+	/* After damage is found: MFS_ERRORS_CONTINUE or MFS_ERRORS_RO;
+	 * 0: what the superblock's s_errors says. */
+	uint16_t errors;
 	bool force;                  /* mount even when marked with errors */
 	bool no_flusher;             /* tests: write back only when asked */
 	/* Memory for the indexes of big directories; 0: a quarter of the
@@ -279,8 +281,9 @@ struct mfs_cred {
  * process the orphan list, start the journal and the page cache.  @bd
  * stays the caller's and must outlive the mount.  A refusal is logged in
  * one line naming the problem: -EUCLEAN damage, -EOPNOTSUPP an unknown
- * incompat feature (an unknown ro_compat one needs @read_only), -EROFS a
- * filesystem marked with errors without @force.
+ * incompat feature, -EROFS a filesystem marked with errors without @force
+ * (or a journal to replay that may not be written).  An unknown ro_compat
+ * feature mounts read-only, with a line saying so.
  */
 int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
 	      struct mfs_fs **out);

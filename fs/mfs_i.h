@@ -28,6 +28,8 @@
  *   fs->dh_list_lock      leaves: held for a few instructions, never while
  *                         sleeping on anything above (under dh_list_lock
  *                         another directory's dh_lock is only tried)
+ *   fs->sb_io_lock        leaf: held across the read and write of the
+ *                         superblock's block on the disk, nothing else
  */
 #ifndef MISCFS_MFS_I_H
 #define MISCFS_MFS_I_H
@@ -64,6 +66,13 @@ struct mfs_fs {
 	uint64_t nblocks;
 	atomic_bool ro;                  /* read-only mount or after an error */
 	atomic_bool had_error;
+	atomic_bool rw_mounted;          /* the disk is ours to write: the
+	                                    journal runs, sb marked in use */
+	int jnl_errno;                   /* the journal had been aborted */
+	atomic_bool error_on_disk;       /* MFS_STATE_ERRORS written */
+	atomic_bool recover_on_disk;     /* INCOMPAT_RECOVER written */
+	pthread_mutex_t sb_io_lock;      /* leaf: writes of the superblock
+	                                    straight to the disk */
 
 	struct pc_cache *cache;
 	struct pc_mapping *meta;         /* the device, block by block */
@@ -159,10 +168,14 @@ struct mfs_node {
 
 /* ---- helpers across files ------------------------------------------------ */
 
-/* Log a line naming what is damaged; with errors=remount-ro the
- * filesystem stops writing.  Returns -EUCLEAN for "return mfs_error(..)". */
+/* Log a line naming what is damaged, mark the superblock on the disk
+ * with errors; with errors=remount-ro the filesystem stops writing.
+ * Returns -EUCLEAN for "return mfs_error(..)". */
 int mfs_error(struct mfs_fs *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* mount.c: MFS_STATE_ERRORS to the superblock on the disk, once; callable
+ * under any lock (it takes only the leaf sb_io_lock). */
+void mfs_error_record(struct mfs_fs *fs);
 /* -EROFS when the filesystem does not take changes. */
 int mfs_check_rw(struct mfs_fs *fs);
 

@@ -20,8 +20,11 @@
 /* Directory indexes: a quarter of the cache's budget, at least this. */
 #define MFS_MIN_DIRHASH (8ull << 20)
 
-static int check_features(const struct mfs_super *sb, bool ro)
+/* Unknown incompat features refuse the mount; unknown ro_compat ones
+ * allow reading, so the mount goes on read-only. */
+static int check_features(struct mfs_fs *fs)
 {
+	const struct mfs_super *sb = &fs->sb;
 	uint32_t in = le32toh(sb->s_feature_incompat);
 	uint32_t roc = le32toh(sb->s_feature_ro_compat);
 
@@ -30,12 +33,9 @@ static int check_features(const struct mfs_super *sb, bool ro)
 			 in & ~MFS_FEATURE_INCOMPAT_SUPP);
 		return -EOPNOTSUPP;
 	}
-	if ((roc & ~MFS_FEATURE_RO_COMPAT_SUPP) && !ro) {
-		mlog_err("cannot mount read-write: unknown read-only compatible "
-			 "features 0x%" PRIx32 " (mount with -o ro)",
-			 roc & ~MFS_FEATURE_RO_COMPAT_SUPP);
-		return -EOPNOTSUPP;
-	}
+	if ((roc & ~MFS_FEATURE_RO_COMPAT_SUPP) && !atomic_exchange(&fs->ro, true))
+		mlog_err("unknown read-only compatible features 0x%" PRIx32
+			 ": mounting read-only", roc & ~MFS_FEATURE_RO_COMPAT_SUPP);
 	if (!(le32toh(sb->s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL)) {
 		mlog_err("cannot mount: the filesystem has no journal");
 		return -EOPNOTSUPP;
@@ -73,7 +73,7 @@ static int load_super(struct mfs_fs *fs)
 			 "the filesystem has %" PRIu32, fs->bd->block_size, fs->bs);
 		return -EINVAL;
 	}
-	return check_features(&fs->sb, fs->opts.read_only);
+	return check_features(fs);
 }
 
 /* ---- the journal's blocks ------------------------------------------------ */
@@ -129,19 +129,103 @@ static int load_jmap(struct mfs_fs *fs)
 	return err;
 }
 
+/* ---- the superblock's flags, straight to the disk ------------------------ */
+
+/*
+ * Set @state bits and set or clear incompat bits of the superblock on the
+ * disk, read back from there rather than taken from the cache: the cached
+ * block may hold changes of a transaction not committed yet, which must
+ * not reach home before their commit.  Used where the journal cannot
+ * carry the change: before it runs, when it has aborted, under any lock
+ * of a caller that met an error, and for the flag that says the journal
+ * holds something.
+ */
+static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
+			  uint32_t clear)
+{
+	uint64_t blk = MFS_SB_OFFSET / fs->bs;
+	void *buf = bdev_alloc_buf(fs->bs);
+	struct mfs_super *sb = buf ? (void *)((char *)buf + MFS_SB_OFFSET % fs->bs) : NULL;
+	int err = buf ? 0 : -ENOMEM;
+
+	pthread_mutex_lock(&fs->sb_io_lock);
+	if (!err)
+		err = bdev_read(fs->bd, blk * fs->bs, buf, fs->bs);
+	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC ||
+		     le32toh(sb->s_checksum) != mfs_sb_csum(sb)))
+		err = -EUCLEAN;
+	if (!err) {
+		sb->s_state |= htole16(state);
+		sb->s_feature_incompat = htole32((le32toh(sb->s_feature_incompat) | set) &
+						 ~clear);
+		mfs_sb_set_csum(sb);
+		err = bdev_write(fs->bd, blk * fs->bs, buf, fs->bs);
+	}
+	if (!err)
+		err = bdev_flush(fs->bd);
+	pthread_mutex_unlock(&fs->sb_io_lock);
+	bdev_free_buf(buf);
+	return err;
+}
+
+void mfs_error_record(struct mfs_fs *fs)
+{
+	int err;
+
+	if (!atomic_load(&fs->rw_mounted) || atomic_exchange(&fs->error_on_disk, true))
+		return;
+	err = sb_flags_write(fs, MFS_STATE_ERRORS, 0, 0);
+	if (err)
+		mlog_err("cannot mark the superblock with errors: %s", strerror(-err));
+}
+
+/* ---- recovery ------------------------------------------------------------ */
+
+/*
+ * The replay wrote home the superblock as its newest logged copy had it,
+ * which may predate an error recorded on the disk since; and an abort
+ * left its error in the journal's superblock only, if the filesystem's
+ * could not be written.  Both go to the superblock, before the journal's
+ * record is cleared; and the log needs nothing any more.
+ */
+static int after_replay(struct mfs_fs *fs, const struct jnl_recovery *info,
+			bool had_errors)
+{
+	bool errors = info->jnl_errno || (had_errors && !info->was_empty);
+	int err = 0;
+
+	if (errors || !info->was_empty)
+		err = sb_flags_write(fs, errors ? MFS_STATE_ERRORS : 0, 0,
+				     MFS_FEATURE_INCOMPAT_RECOVER);
+	if (!err && info->jnl_errno)
+		err = jnl_clear_errno(fs->bd, fs->jmap, le32toh(fs->sb.s_journal_blocks));
+	if (err)
+		mlog_err("cannot mount: the superblock cannot be updated after "
+			 "recovery: %s", strerror(-err));
+	return err;
+}
+
 static int recover(struct mfs_fs *fs)
 {
 	struct jnl_recovery info;
 	uint32_t n = le32toh(fs->sb.s_journal_blocks);
+	uint32_t roc = le32toh(fs->sb.s_feature_ro_compat) & ~MFS_FEATURE_RO_COMPAT_SUPP;
+	bool had_errors = le16toh(fs->sb.s_state) & MFS_STATE_ERRORS;
 	int err;
 
-	if (fs->bd->read_only) {
+	if (fs->bd->read_only || roc) {
 		err = jnl_recover(fs->bd, fs->jmap, n, JNL_RECOVER_CHECK_ONLY, &info);
 		if (!err && !info.was_empty && info.transactions) {
-			mlog_err("cannot mount: the journal needs replaying and the "
-				 "device is read-only");
+			if (roc)
+				mlog_err("cannot mount: the journal needs replaying and "
+					 "unknown read-only compatible features 0x%"
+					 PRIx32 " forbid writing", roc);
+			else
+				mlog_err("cannot mount: the journal needs replaying and "
+					 "the device is read-only");
 			return -EROFS;
 		}
+		fs->jnl_errno = err ? 0 : info.jnl_errno;
 		return err;
 	}
 	err = jnl_recover(fs->bd, fs->jmap, n, 0, &info);
@@ -152,7 +236,8 @@ static int recover(struct mfs_fs *fs)
 	if (!info.was_empty)
 		mlog_info("journal replayed: %" PRIu32 " transactions, %" PRIu64
 			  " blocks", info.transactions, info.replayed);
-	return 0;
+	fs->jnl_errno = info.jnl_errno;
+	return after_replay(fs, &info, had_errors);
 }
 
 /* ---- page cache and journal ---------------------------------------------- */
@@ -191,11 +276,60 @@ static int start_cache(struct mfs_fs *fs)
 	return pc_mapping_create(fs->cache, &pc_identity_ops, fs->bd, &fs->meta);
 }
 
+/* The first commit of the mount: from now on the log may hold
+ * transactions that only a replay brings home.  Once on the disk the flag
+ * stays there until the clean unmount, as every copy of the superblock
+ * the journal writes keeps it (sb_frozen). */
+static int log_in_use(void *arg)
+{
+	struct mfs_fs *fs = arg;
+	int err;
+
+	if (atomic_load(&fs->recover_on_disk))
+		return 0;
+	err = sb_flags_write(fs, 0, MFS_FEATURE_INCOMPAT_RECOVER, 0);
+	if (!err)
+		atomic_store(&fs->recover_on_disk, true);
+	return err;
+}
+
+/* A copy of the superblock taken before an error or before the first
+ * commit must not clear, when a checkpoint writes it home, what was
+ * written to the disk since. */
+static void sb_frozen(void *arg, uint64_t home, void *data)
+{
+	struct mfs_fs *fs = arg;
+	struct mfs_super *sb;
+
+	if (home != MFS_SB_OFFSET / fs->bs)
+		return;
+	sb = (void *)((char *)data + MFS_SB_OFFSET % fs->bs);
+	sb->s_feature_incompat |= htole32(MFS_FEATURE_INCOMPAT_RECOVER);
+	if (atomic_load(&fs->had_error))
+		sb->s_state |= htole16(MFS_STATE_ERRORS);
+	mfs_sb_set_csum(sb);
+}
+
+/* The journal stopped: nothing more reaches the disk through it, so the
+ * error goes there directly. */
+static void jnl_aborted(void *arg, int err)
+{
+	struct mfs_fs *fs = arg;
+
+	(void)err;
+	atomic_store(&fs->had_error, true);
+	atomic_store(&fs->ro, true);
+	mfs_error_record(fs);
+}
+
 static int start_journal(struct mfs_fs *fs)
 {
 	struct pc_stats st;
 	struct jnl_config cfg = {
 		.commit_interval_ms = (fs->opts.commit_s ? fs->opts.commit_s : 5) * 1000,
+		.log_in_use = log_in_use,
+		.frozen = sb_frozen,
+		.aborted = jnl_aborted,
 		.arg = fs,
 	};
 
@@ -229,10 +363,12 @@ static int sb_write(struct mfs_fs *fs, void (*fn)(struct mfs_fs *, struct mfs_su
 		memcpy(buf, pg->data, fs->bs);
 		pc_unlock_page(pg);
 		pc_put_page(pg);
+		pthread_mutex_lock(&fs->sb_io_lock);
 		err = bdev_write(fs->bd, blk * fs->bs, buf, fs->bs);
+		if (!err)
+			err = bdev_flush(fs->bd);
+		pthread_mutex_unlock(&fs->sb_io_lock);
 	}
-	if (!err)
-		err = bdev_flush(fs->bd);
 	bdev_free_buf(buf);
 	return err;
 }
@@ -243,7 +379,8 @@ static void sb_mounted(struct mfs_fs *fs, struct mfs_super *sb)
 
 	mfs_now(&now);
 	sb->s_state = htole16(le16toh(sb->s_state) & ~MFS_STATE_VALID);
-	sb->s_feature_incompat |= htole32(MFS_FEATURE_INCOMPAT_RECOVER);
+	/* The log is empty until the first commit (log_in_use). */
+	sb->s_feature_incompat &= htole32(~MFS_FEATURE_INCOMPAT_RECOVER);
 	sb->s_mnt_count = htole16(le16toh(sb->s_mnt_count) + 1);
 	sb->s_mtime = sb->s_wtime = htole64(now.tv_sec);
 }
@@ -298,6 +435,7 @@ static struct mfs_fs *fs_alloc(struct bdev *bd, const struct mfs_mount_opts *opt
 	pthread_cond_init(&fs->icache_cond, NULL);
 	pthread_mutex_init(&fs->rename_lock, NULL);
 	pthread_mutex_init(&fs->orphan_lock, NULL);
+	pthread_mutex_init(&fs->sb_io_lock, NULL);
 	ut_list_init(&fs->orphans);
 	seed = (uint32_t)ut_now_ns();
 	atomic_store(&fs->next_gen, seed * 2654435761u);
@@ -320,12 +458,24 @@ static int alloc_groups(struct mfs_fs *fs)
 
 static int check_state(struct mfs_fs *fs)
 {
-	if ((le16toh(fs->sb.s_state) & MFS_STATE_ERRORS) && !fs->opts.force &&
-	    !atomic_load(&fs->ro)) {
-		mlog_err("cannot mount: the filesystem is marked with errors; run "
-			 "fsck.miscfs, or mount with -o force or -o ro");
-		return -EROFS;
+	char why[80] = "";
+
+	if (fs->jnl_errno) {
+		snprintf(why, sizeof(why), " (the journal was aborted: %s)",
+			 strerror(-fs->jnl_errno));
+		fs->sb.s_state |= htole16(MFS_STATE_ERRORS);
 	}
+	if (le16toh(fs->sb.s_state) & MFS_STATE_ERRORS) {
+		atomic_store(&fs->error_on_disk, true);
+		if (!fs->opts.force && !atomic_load(&fs->ro)) {
+			mlog_err("cannot mount: the filesystem is marked with errors%s; "
+				 "run fsck.miscfs, or mount with -o force or -o ro", why);
+			return -EROFS;
+		}
+	}
+	if (!fs->opts.errors)
+		fs->opts.errors = le16toh(fs->sb.s_errors) == MFS_ERRORS_RO ?
+				  MFS_ERRORS_RO : MFS_ERRORS_CONTINUE;
 	if (fs->opts.data == MFS_DATA_JOURNAL) {
 		mlog_err("cannot mount: data=journal is not supported yet");
 		return -EOPNOTSUPP;
@@ -357,6 +507,8 @@ static int mount_steps(struct mfs_fs *fs)
 		err = start_journal(fs);
 	if (!err && !atomic_load(&fs->ro))
 		err = sb_write(fs, sb_mounted);
+	if (!err && fs->j)
+		atomic_store(&fs->rw_mounted, true);
 	fs->orphan_head = le32toh(fs->sb.s_last_orphan);
 	return err;
 }
@@ -428,7 +580,7 @@ int mfs_unmount(struct mfs_fs *fs)
 		err = err ? err : e;
 	}
 	mfs_icache_destroy(fs);
-	if (!err && !fs->bd->read_only && !(fs->opts.read_only))
+	if (!err && atomic_load(&fs->rw_mounted))
 		err = sb_write(fs, sb_clean);
 	fs_free(fs);
 	return err;

@@ -1,0 +1,401 @@
+/*
+ * t_errors - what the superblock on the disk says about errors and the
+ * journal.  Damage found while mounted marks it at once, before any
+ * unmount; an aborted journal (a failed write to its log) marks it
+ * directly and leaves its errno in the journal's superblock; an image so
+ * marked is refused unless forced, in one line naming the problem.
+ * INCOMPAT_RECOVER is on the disk whenever the log holds a transaction:
+ * set at the first commit, kept when a checkpoint writes an older copy of
+ * the superblock home, cleared by the replay and by a clean unmount.
+ * Unknown incompat bits refuse the mount; unknown ro_compat bits mount it
+ * read-only, writing nothing.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+
+#include "jnl.h"
+#include "t_fs.h"
+#include "util.h"
+
+#define DEV_BYTES (8u << 20)
+
+static char logged[8192];
+
+static void sink(enum mlog_level level, const char *line, void *arg)
+{
+	(void)level;
+	(void)arg;
+	strncat(logged, line, sizeof(logged) - strlen(logged) - 2);
+	strcat(logged, "\n");
+}
+
+static void capture(void)
+{
+	logged[0] = 0;
+	mlog_set_sink(sink, NULL);
+}
+
+static void release(void)
+{
+	mlog_set_sink(NULL, NULL);
+}
+
+/* The primary superblock as the device holds it now. */
+static struct mfs_super *disk_sb(struct bdev *bd)
+{
+	return (void *)((char *)bdev_mem_data(bd) + MFS_SB_OFFSET);
+}
+
+static bool disk_errors(struct bdev *bd)
+{
+	return le16toh(disk_sb(bd)->s_state) & MFS_STATE_ERRORS;
+}
+
+static bool disk_recover(struct bdev *bd)
+{
+	return le32toh(disk_sb(bd)->s_feature_incompat) & MFS_FEATURE_INCOMPAT_RECOVER;
+}
+
+static void set_sb(struct bdev *bd, void (*fn)(struct mfs_super *))
+{
+	fn(disk_sb(bd));
+	mfs_sb_set_csum(disk_sb(bd));
+}
+
+static void incompat(struct mfs_super *sb) { sb->s_feature_incompat |= htole32(0x80); }
+static void rocompat(struct mfs_super *sb) { sb->s_feature_ro_compat |= htole32(0x80); }
+static void errors_ro(struct mfs_super *sb) { sb->s_errors = htole16(MFS_ERRORS_RO); }
+
+/* Device block of the journal's block @lblk. */
+static uint64_t jblock(struct bdev *bd, uint64_t lblk)
+{
+	struct mfs_raw raw;
+	struct mfs_inode in;
+	uint64_t pblk;
+
+	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(mfs_raw_inode(&raw, MFS_JOURNAL_INO, &in));
+	t_ok(mfs_raw_bmap(&raw, MFS_JOURNAL_INO, &in, lblk, &pblk));
+	mfs_raw_close(&raw);
+	t_assert(pblk, "journal block %" PRIu64 " is mapped", lblk);
+	return pblk;
+}
+
+static const struct jnl_superblock *disk_jsb(struct bdev *bd)
+{
+	return (void *)((char *)bdev_mem_data(bd) + jblock(bd, 0) * bd->block_size);
+}
+
+/* A device holding what a power cut (or kill -9) would leave now. */
+static struct bdev *crash_copy(struct bdev *bd)
+{
+	struct bdev *copy;
+
+	t_ok(bdev_mem_create(DEV_BYTES, bd->block_size, &copy));
+	memcpy(bdev_mem_data(copy), bdev_mem_data(bd), DEV_BYTES);
+	return copy;
+}
+
+static uint64_t stat_value(struct mfs_fs *fs, const char *key)
+{
+	char buf[8192], *p;
+
+	mfs_stats_format(fs, buf, sizeof(buf));
+	p = strstr(buf, key);
+	t_assert(p, "no %s in the statistics", key);
+	return strtoull(p + strlen(key) + 2, NULL, 10);
+}
+
+/* The root's first block damaged: the lookup that finds it marks the
+ * superblock on the disk before it returns. */
+static void damage(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
+	struct mfs_super sb;
+	struct mfs_raw raw;
+	struct mfs_inode in;
+	struct mfs_fs *fs;
+	struct stat st;
+	uint32_t copy;
+	uint64_t blk;
+
+	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(mfs_raw_inode(&raw, MFS_ROOT_INO, &in));
+	t_ok(mfs_raw_bmap(&raw, MFS_ROOT_INO, &in, 0, &blk));
+	mfs_raw_close(&raw);
+	((uint8_t *)bdev_mem_data(bd))[blk * 1024 + 4] ^= 0x40;
+	set_sb(bd, errors_ro);               /* the superblock's default */
+	fs = tf_mount(bd);
+	t_assert(!disk_errors(bd), "a fresh mount is not marked");
+	capture();
+	t_eq(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL), -EIO);
+	release();
+	t_assert(disk_errors(bd), "the damage is not on the disk");
+	t_ok(mfs_sb_load(bd, &sb, &copy));   /* checksum good, primary used */
+	t_eq(copy, 0);
+	t_assert(strstr(logged, "remount-ro"), "s_errors ignored: %s", logged);
+	t_eq(mfs_mkdir(fs, &tf_root, MFS_FIRST_INO, "d", 0755, NULL, NULL), -EROFS);
+	t_ok(mfs_unmount(fs));
+	t_assert(disk_errors(bd), "the clean unmount dropped the errors");
+	t_assert(le16toh(disk_sb(bd)->s_state) & MFS_STATE_VALID, "not clean");
+
+	capture();
+	t_eq(mfs_mount(bd, &o, &fs), -EROFS);
+	release();
+	t_assert(strstr(logged, "marked with errors") && strstr(logged, "-o force"),
+		 "refusal: %s", logged);
+	t_assert(strchr(logged, '\n') == logged + strlen(logged) - 1,
+		 "one line only: %s", logged);
+	o.read_only = true;
+	t_ok(mfs_mount(bd, &o, &fs));
+	t_ok(mfs_unmount(fs));
+	o.read_only = false;
+	o.force = true;
+	t_ok(mfs_mount(bd, &o, &fs));
+	t_ok(mfs_unmount(fs));
+	t_assert(disk_errors(bd), "a forced mount dropped the errors");
+	bdev_close(bd);
+	printf("ok: damage found while mounted is on the disk at once\n");
+}
+
+/* Every write to the log fails: the commit aborts the journal, and the
+ * errors reach both superblocks without it. */
+static void abort_on_log_error(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
+	struct mfs_fs *fs = tf_mount(bd);
+	struct stat st;
+
+	for (uint64_t l = 1; l < 64; l++)
+		t_ok(bdev_mem_fail(bd, jblock(bd, l) * 1024, 1024, BDEV_MEM_FAIL_WRITE));
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	capture();
+	t_eq(mfs_sync(fs), -EIO);
+	release();
+	t_assert(strstr(logged, "journal aborted"), "log: %s", logged);
+	t_assert(disk_errors(bd), "the abort is not in the superblock");
+	t_eq((int32_t)le32toh(disk_jsb(bd)->s_errno), -EIO);
+	t_eq(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "e", 0755, NULL, NULL), -EROFS);
+	capture();
+	t_assert(mfs_unmount(fs) != 0, "unmount after an abort succeeded");
+	release();
+	t_ok(bdev_mem_fail(bd, 0, 0, 0));
+	t_assert(!(le16toh(disk_sb(bd)->s_state) & MFS_STATE_VALID), "marked clean");
+
+	capture();
+	t_eq(mfs_mount(bd, &o, &fs), -EROFS);
+	release();
+	t_assert(strstr(logged, "marked with errors (the journal was aborted"),
+		 "refusal: %s", logged);
+	t_eq((int32_t)le32toh(disk_jsb(bd)->s_errno), 0);
+	t_assert(disk_errors(bd), "errors lost");
+	o.force = true;
+	t_ok(mfs_mount(bd, &o, &fs));
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "e", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_unmount(fs));
+	t_assert(disk_errors(bd), "errors lost by the forced mount");
+	tf_check(bd, true);
+	bdev_close(bd);
+	printf("ok: an aborted journal marks both superblocks\n");
+}
+
+/* A crash after a commit: the flag and the log say so; the replay and the
+ * clean unmount clear it. */
+static void recover_flag(void)
+{
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
+	struct mfs_fs *fs = tf_mount(bd);
+	struct stat st;
+
+	t_assert(!disk_recover(bd), "set before any commit");
+	t_eq(disk_jsb(bd)->s_start, 0);
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_sync(fs));
+	t_assert(disk_jsb(bd)->s_start != 0, "the log is empty after a commit");
+	t_assert(disk_recover(bd), "the log holds a transaction, the flag is clear");
+	crashed = crash_copy(bd);
+	t_ok(mfs_unmount(fs));
+	t_assert(!disk_recover(bd), "a clean unmount left the flag");
+	t_eq(disk_jsb(bd)->s_start, 0);
+	bdev_close(bd);
+
+	/* A read-only mount of a writable device replays, and writes nothing
+	 * else: the replay itself clears the flag. */
+	fs = tf_mount_opts(crashed, &(struct mfs_mount_opts){ .cache_bytes = 4u << 20,
+							       .read_only = true });
+	t_assert(!disk_recover(crashed), "the replay left the flag");
+	t_eq(disk_jsb(crashed)->s_start, 0);
+	t_ok(mfs_unmount(fs));
+	fs = tf_mount(crashed);
+	t_ok(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "d", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	tf_unmount_check(fs, crashed);
+	bdev_close(crashed);
+	printf("ok: INCOMPAT_RECOVER from the first commit to the clean unmount\n");
+}
+
+/*
+ * The superblock is logged (an open file unlinked goes on the orphan
+ * list), then enough transactions follow for checkpoints to write that
+ * copy home while the log still holds newer ones: the flag must stay.
+ */
+static void recover_through_checkpoints(void)
+{
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
+	struct mfs_fs *fs = tf_mount(bd);
+	struct mfs_file *f;
+	struct stat st;
+	char name[32];
+	int i;
+
+	t_ok(mfs_create(fs, &tf_root, MFS_ROOT_INO, "orphan", 0644, O_RDWR, &st,
+			NULL, &f));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "orphan"));
+	t_ok(mfs_sync(fs));
+	/* Only the orphan list journals the superblock: these operations
+	 * leave its logged copy where it is until a checkpoint takes it home,
+	 * which the orphan head on the disk shows. */
+	for (i = 0; i < 1500; i++) {
+		struct stat dst;
+
+		snprintf(name, sizeof(name), "n%d", i);
+		t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, name, 0755, &dst, NULL));
+		mfs_forget(fs, dst.st_ino, 1);
+		t_ok(mfs_sync(fs));
+		if (!disk_jsb(bd)->s_start)
+			continue;
+		t_assert(disk_recover(bd), "the log holds transactions after %d "
+			 "operations, the flag is clear", i + 1);
+		if (le32toh(disk_sb(bd)->s_last_orphan) == st.st_ino)
+			break;
+	}
+	t_assert(i < 1500, "the superblock never went home (%d checkpoints)",
+		 (int)stat_value(fs, "jnl_checkpoints"));
+	t_ok(mfs_release(fs, f));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_unmount(fs));
+	t_assert(!disk_recover(bd), "a clean unmount left the flag");
+	bdev_close(bd);
+	printf("ok: INCOMPAT_RECOVER kept by the checkpoint of an older copy (%d "
+	       "operations)\n", i + 1);
+}
+
+/*
+ * The log holds a copy of the superblock from before an error that was
+ * then written straight to the disk; a crash, and the replay writes that
+ * older copy home: the mount must still find the errors.
+ */
+static void errors_survive_replay(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
+	struct mfs_fs *fs = tf_mount(bd);
+	struct mfs_file *f;
+	struct mfs_raw raw;
+	struct mfs_inode in;
+	struct stat st;
+	uint64_t x, blk;
+
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "x", 0755, &st, NULL));
+	x = st.st_ino;
+	mfs_forget(fs, x, 1);
+	tf_unmount_check(fs, bd);
+	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(mfs_raw_inode(&raw, (uint32_t)x, &in));
+	t_ok(mfs_raw_bmap(&raw, (uint32_t)x, &in, 0, &blk));
+	mfs_raw_close(&raw);
+	((uint8_t *)bdev_mem_data(bd))[blk * 1024 + 4] ^= 0x40;
+
+	fs = tf_mount(bd);
+	t_ok(mfs_create(fs, &tf_root, MFS_ROOT_INO, "orphan", 0644, O_RDWR, &st,
+			NULL, &f));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "orphan"));
+	t_ok(mfs_sync(fs));
+	capture();
+	t_eq(mfs_lookup(fs, &tf_root, x, "anything", NULL, NULL), -EIO);
+	release();
+	t_assert(disk_errors(bd), "the damage is not on the disk");
+	crashed = crash_copy(bd);
+	t_ok(mfs_release(fs, f));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_unmount(fs));
+	bdev_close(bd);
+
+	capture();
+	t_eq(mfs_mount(crashed, &o, &fs), -EROFS);
+	release();
+	t_assert(strstr(logged, "marked with errors"), "refusal: %s", logged);
+	t_assert(disk_errors(crashed), "the replay dropped the errors");
+	bdev_close(crashed);
+	printf("ok: errors on the disk survive the replay of an older superblock\n");
+}
+
+static void features(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
+	struct statvfs sv;
+	struct mfs_fs *fs;
+	void *before;
+	struct stat st;
+
+	set_sb(bd, incompat);
+	capture();
+	t_eq(mfs_mount(bd, &o, &fs), -EOPNOTSUPP);
+	release();
+	t_assert(strstr(logged, "unknown incompatible features 0x80"), "%s", logged);
+	bdev_close(bd);
+
+	bd = tf_mkfs(1024, DEV_BYTES);
+	set_sb(bd, rocompat);
+	before = malloc(DEV_BYTES);
+	t_assert(before, "memory");
+	memcpy(before, bdev_mem_data(bd), DEV_BYTES);
+	capture();
+	t_ok(mfs_mount(bd, &o, &fs));
+	release();
+	t_assert(strstr(logged, "features 0x80: mounting read-only"), "%s", logged);
+	t_ok(mfs_statfs(fs, &sv));
+	t_assert(sv.f_flag & ST_RDONLY, "statfs says read-write");
+	t_eq(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, NULL, NULL), -EROFS);
+	t_ok(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_unmount(fs));
+	t_assert(!memcmp(before, bdev_mem_data(bd), DEV_BYTES), "the image changed");
+	free(before);
+	bdev_close(bd);
+
+	/* Read-only by its features, it cannot replay a journal. */
+	bd = tf_mkfs(1024, DEV_BYTES);
+	fs = tf_mount(bd);
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_sync(fs));
+	crashed = crash_copy(bd);
+	t_ok(mfs_unmount(fs));
+	bdev_close(bd);
+	set_sb(crashed, rocompat);
+	capture();
+	t_eq(mfs_mount(crashed, &o, &fs), -EROFS);
+	release();
+	t_assert(strstr(logged, "needs replaying and unknown read-only compatible "
+			"features 0x80"), "%s", logged);
+	bdev_close(crashed);
+	printf("ok: unknown features: incompat refused, ro_compat read-only\n");
+}
+
+int main(void)
+{
+	damage();
+	abort_on_log_error();
+	recover_flag();
+	recover_through_checkpoints();
+	errors_survive_replay();
+	features();
+	return 0;
+}
