@@ -28,7 +28,9 @@ static const char usage_text[] =
 "\n"
 "Commands:\n"
 "  super          the superblock (default); a backup is used if the\n"
-"                 primary is damaged, and 'copy in group' says which\n"
+"                 primary is damaged, and 'copy in group' says which;\n"
+"                 then whether the journal needs recovery and errors\n"
+"                 were recorded\n"
 "  groups         every group descriptor, bitmap checksums verified\n"
 "  inode N        inode N\n"
 "  ls PATH|N      the directory at PATH (from /) or with inode number N\n"
@@ -62,11 +64,6 @@ static int status_of(struct dbg *d, int err)
 	return err ? EXIT_USAGE : 0;
 }
 
-static int cmd_super(struct dbg *d)
-{
-	mfs_sb_print(&d->raw.sb, d->out);
-	return 0;
-}
 
 static int check_bitmap(struct dbg *d, uint32_t g, unsigned kind, uint64_t blk,
 			uint32_t stored)
@@ -306,29 +303,79 @@ static int cmd_regions(struct dbg *d)
 	return 0;
 }
 
-static int cmd_journal(struct dbg *d)
+/* The journal superblock into d->blk, checked; its device block in
+ * @pblk.  -EUCLEAN with d->raw.why set when it is damaged. */
+static int read_jsb(struct dbg *d, uint64_t *pblk)
 {
 	uint32_t nblocks = le32toh(d->raw.sb.s_journal_blocks);
 	struct mfs_inode in;
-	uint64_t pblk;
 	int err = mfs_raw_inode(&d->raw, MFS_JOURNAL_INO, &in);
 
 	if (!err)
-		err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &in, 0, &pblk);
-	if (!err && !pblk) {
+		err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &in, 0, pblk);
+	if (!err && !*pblk) {
 		snprintf(d->raw.why, sizeof(d->raw.why), "journal inode maps no block 0");
 		err = -EUCLEAN;
 	}
 	if (!err)
-		err = mfs_raw_read(&d->raw, pblk, d->blk);
+		err = mfs_raw_read(&d->raw, *pblk, d->blk);
 	if (!err)
 		err = jnl_sb_check(d->blk, nblocks, d->raw.bs, d->raw.why,
 				   sizeof(d->raw.why));
+	return err;
+}
+
+static int cmd_journal(struct dbg *d)
+{
+	uint64_t pblk;
+	int err = read_jsb(d, &pblk);
+
 	if (err)
 		return status_of(d, err);
 	fprintf(d->out, "journal inode: %u\njournal superblock block: %" PRIu64 "\n",
 		MFS_JOURNAL_INO, pblk);
 	jnl_sb_print(d->blk, d->out);
+	return 0;
+}
+
+/*
+ * What a mount would find: a log to replay (the journal superblock says
+ * it holds transactions, or the superblock's RECOVER flag says it may),
+ * and errors (the superblock's state, or an abort the journal recorded
+ * that the superblock does not show yet).  A damaged journal superblock
+ * is named here and left to "journal" and "verify" to report as damage.
+ */
+static void print_state(struct dbg *d, FILE *out)
+{
+	const struct jnl_superblock *js = d->blk;
+	bool flag = le32toh(d->raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_RECOVER;
+	bool marked = le16toh(d->raw.sb.s_state) & MFS_STATE_ERRORS;
+	uint64_t pblk;
+	int err = read_jsb(d, &pblk);
+	uint32_t start = err ? 0 : le32toh(js->s_start);
+	int32_t jerr = err ? 0 : (int32_t)le32toh(js->s_errno);
+
+	if (start || flag)
+		fprintf(out, "recovery: needs recovery (%s%s%s)\n",
+			start ? "the log is not empty" : "",
+			start && flag ? ", " : "", flag ? "RECOVER flag set" : "");
+	else
+		fprintf(out, "recovery: %s\n", err ? "unknown" : "not needed");
+	if (err)
+		fprintf(out, "journal: cannot be read: %s\n",
+			err == -EUCLEAN ? d->raw.why : strerror(-err));
+	if (!marked && !jerr)
+		fprintf(out, "errors: none\n");
+	else
+		fprintf(out, "errors: %s%s%s%s\n", marked ? "marked in the superblock" : "",
+			marked && jerr ? "; " : "", jerr ? "journal aborted: " : "",
+			jerr ? strerror(-jerr) : "");
+}
+
+static int cmd_super(struct dbg *d)
+{
+	mfs_sb_print(&d->raw.sb, d->out);
+	print_state(d, d->out);
 	return 0;
 }
 
@@ -442,6 +489,8 @@ static int cmd_verify(struct dbg *d)
 	printf("groups: %" PRIu32 "\ninodes: %lu\ndirectory blocks: %lu\n"
 	       "indirect blocks: %lu\nproblems: %lu\n", groups, t.inodes,
 	       t.dir_blocks, t.indirect, d->problems);
+	/* Not problems of the image: what its next mount will do. */
+	print_state(d, stdout);
 	return d->problems ? EXIT_DAMAGED : 0;
 }
 
