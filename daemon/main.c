@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,7 +38,7 @@ static int usage(void)
 		"options: cache_size=SIZE data=ordered|writeback commit=SECONDS ro rw\n"
 		"         errors=continue|remount-ro force allow_other default_permissions\n"
 		"         relatime strictatime noatime nodev nosuid dev suid exec noexec\n"
-		"         defaults\n");
+		"         sync dirsync defaults\n");
 	return 2;
 }
 
@@ -91,7 +92,13 @@ static int opt_value(struct args *a, const char *key, const char *val)
 static int opt_flag(struct args *a, const char *opt)
 {
 	static const char *const kernel[] = { "allow_other", "default_permissions",
-		"nodev", "nosuid", "dev", "suid", "exec", "noexec", NULL };
+		"nodev", "nosuid", "dev", "suid", "exec", "noexec", "sync", "dirsync",
+		NULL };
+	/* Standard options mount(8) and mount.fuse3 pass on that change
+	 * nothing here: atime is the filesystem's (relatime and friends). */
+	static const char *const ignored[] = { "defaults", "auto", "noauto",
+		"user", "nouser", "users", "_netdev", "nofail", "async", "atime",
+		"diratime", "nodiratime", "lazytime", "nolazytime", NULL };
 
 	for (int i = 0; kernel[i]; i++)
 		if (!strcmp(opt, kernel[i]))
@@ -108,9 +115,14 @@ static int opt_flag(struct args *a, const char *opt)
 		a->mo.atime = MFS_ATIME_STRICT;
 	else if (!strcmp(opt, "noatime"))
 		a->mo.atime = MFS_ATIME_NONE;
-	else if (strcmp(opt, "defaults") && strcmp(opt, "auto") && strcmp(opt, "noauto") &&
-		 strcmp(opt, "user") && strcmp(opt, "nouser") && strcmp(opt, "_netdev"))
+	else if (!strcmp(opt, "atime") && a->mo.atime == MFS_ATIME_NONE)
+		a->mo.atime = MFS_ATIME_RELATIME;
+	else {
+		for (int i = 0; ignored[i]; i++)
+			if (!strcmp(opt, ignored[i]))
+				return 0;
 		return mlog_err("unknown mount option '%s'", opt), -1;
+	}
 	return 0;
 }
 
@@ -218,9 +230,15 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	int argc = 0;
 	struct fuse_args fa;
 	struct fuse_session *se;
+	struct statvfs sv;
 
+	/* The filesystem may be read-only without -o ro (unknown ro_compat
+	 * features): the kernel mount says so too. */
+	if (mfs_statfs(fs, &sv))
+		sv.f_flag = 0;
 	snprintf(opts, sizeof(opts), "fsname=%s%s%s%s", a->fsname,
-		 a->kopts[0] ? "," : "", a->kopts, a->mo.read_only ? ",ro" : "");
+		 a->kopts[0] ? "," : "", a->kopts,
+		 a->mo.read_only || (sv.f_flag & ST_RDONLY) ? ",ro" : "");
 	argv[argc++] = (char *)"miscfs";
 	argv[argc++] = (char *)"-o";
 	argv[argc++] = opts;
