@@ -327,6 +327,102 @@ static void test_io_error(void)
 	printf("ok: a failed commit aborts the journal\n");
 }
 
+struct hooks {
+	int in_use, aborted, abort_err;
+	unsigned int frozen;
+};
+
+static int hook_in_use(void *arg)
+{
+	((struct hooks *)arg)->in_use++;
+	return 0;
+}
+
+/* Block 96's copies get a mark the cached page never has. */
+static void hook_frozen(void *arg, uint64_t home, void *data)
+{
+	((struct hooks *)arg)->frozen++;
+	if (home == 96)
+		memcpy(data, "FROZEN!", 8);
+}
+
+static void hook_aborted(void *arg, int err)
+{
+	struct hooks *k = arg;
+
+	k->aborted++;
+	k->abort_err = err;
+}
+
+static int32_t disk_errno(struct tj *t)
+{
+	const struct jnl_superblock *sb =
+		(void *)((char *)bdev_mem_data(t->bd) + (uint64_t)JSTART * BS);
+
+	return (int32_t)le32toh(sb->s_errno);
+}
+
+/* log_in_use once per empty log, frozen on every copy (log and home),
+ * aborted once, and the abort's errno in the journal superblock until
+ * jnl_clear_errno. */
+static void test_hooks(void)
+{
+	struct hooks k = { 0 };
+	struct jnl_recovery info;
+	struct jnl_handle h;
+	struct tj t;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	t.cfg.log_in_use = hook_in_use;
+	t.cfg.frozen = hook_frozen;
+	t.cfg.aborted = hook_aborted;
+	t.cfg.arg = &k;
+	tj_open(&t);
+	for (int i = 1; i <= 2; i++) {
+		t_ok(jnl_start(t.j, 2, &h));
+		tj_write(&t, &h, 95, i);
+		tj_write(&t, &h, 96, i);
+		t_ok(jnl_stop(&h));
+		t_ok(jnl_commit_wait(t.j, h.h_tid));
+		t_eq(k.in_use, 1);
+	}
+	t_eq(k.frozen, 4);
+	t_ok(jnl_checkpoint(t.j));                /* the log is empty again */
+	t_eq(k.frozen, 6);
+	t_assert(tj_holds(t.bd, BS, 95, 2), "block 95 home");
+	t_assert(!memcmp((char *)bdev_mem_data(t.bd) + 96 * BS, "FROZEN!", 8),
+		 "the checkpoint wrote the unchanged copy");
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, 95, 3);
+	t_ok(jnl_stop(&h));
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	t_eq(k.in_use, 2);
+
+	/* The log fails, its superblock does not. */
+	t_ok(bdev_mem_fail(t.bd, (uint64_t)(JSTART + 1) * BS, (uint64_t)(JBLOCKS - 1) * BS,
+			   BDEV_MEM_FAIL_WRITE));
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, 97, 1);
+	t_ok(jnl_stop(&h));
+	t_eq(jnl_commit_wait(t.j, h.h_tid), -EIO);
+	t_eq(k.aborted, 1);
+	t_eq(k.abort_err, -EIO);
+	t_eq(disk_errno(&t), -EIO);
+	t_eq(jnl_commit_wait(t.j, h.h_tid), -EIO);
+	t_assert(jnl_close(t.j) < 0, "close reports the abort");
+	t.j = NULL;
+	t_eq(k.aborted, 1);
+	t_ok(bdev_mem_fail(t.bd, 0, 0, 0));
+	t_ok(jnl_recover(t.bd, t.map, JBLOCKS, 0, &info));
+	t_eq(info.jnl_errno, -EIO);
+	t_ok(jnl_clear_errno(t.bd, t.map, JBLOCKS));
+	t_eq(disk_errno(&t), 0);
+	t_ok(jnl_recover(t.bd, t.map, JBLOCKS, 0, &info));
+	t_eq(info.jnl_errno, 0);
+	tj_teardown(&t);
+	printf("ok: the filesystem's hooks and the abort's errno\n");
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
@@ -341,5 +437,6 @@ int main(void)
 	test_revoke();
 	test_ordered();
 	test_io_error();
+	test_hooks();
 	return 0;
 }
