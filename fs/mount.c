@@ -33,9 +33,9 @@ static int check_features(struct mfs_fs *fs)
 			 in & ~MFS_FEATURE_INCOMPAT_SUPP);
 		return -EOPNOTSUPP;
 	}
-	if ((roc & ~MFS_FEATURE_RO_COMPAT_SUPP) && !atomic_exchange(&fs->ro, true))
-		mlog_err("unknown read-only compatible features 0x%" PRIx32
-			 ": mounting read-only", roc & ~MFS_FEATURE_RO_COMPAT_SUPP);
+	/* Said by check_state once the mount is sure to go on. */
+	if (roc & ~MFS_FEATURE_RO_COMPAT_SUPP)
+		atomic_store(&fs->ro, true);
 	if (!(le32toh(sb->s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL)) {
 		mlog_err("cannot mount: the filesystem has no journal");
 		return -EOPNOTSUPP;
@@ -458,6 +458,7 @@ static int alloc_groups(struct mfs_fs *fs)
 
 static int check_state(struct mfs_fs *fs)
 {
+	uint32_t roc = le32toh(fs->sb.s_feature_ro_compat);
 	char why[80] = "";
 
 	if (fs->jnl_errno) {
@@ -480,6 +481,9 @@ static int check_state(struct mfs_fs *fs)
 		mlog_err("cannot mount: data=journal is not supported yet");
 		return -EOPNOTSUPP;
 	}
+	if ((roc & ~MFS_FEATURE_RO_COMPAT_SUPP) && !fs->opts.read_only)
+		mlog_err("unknown read-only compatible features 0x%" PRIx32
+			 ": mounting read-only", roc & ~MFS_FEATURE_RO_COMPAT_SUPP);
 	return 0;
 }
 

@@ -385,6 +385,8 @@ static void features(void)
 	release();
 	t_assert(strstr(logged, "needs replaying and unknown read-only compatible "
 			"features 0x80"), "%s", logged);
+	t_assert(strchr(logged, '\n') == logged + strlen(logged) - 1,
+		 "one line only: %s", logged);
 	bdev_close(crashed);
 	printf("ok: unknown features: incompat refused, ro_compat read-only\n");
 }
