@@ -109,13 +109,21 @@ static int try_reserve(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n,
 	return err;
 }
 
-int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n)
+/* How long a full filesystem waits for unlinked inodes' FORGETs. */
+#define FORGET_WAIT_MS 1000
+
+static void forget_deadline(struct timespec *until)
+{
+	clock_gettime(CLOCK_REALTIME, until);     /* icache_cond's clock */
+	until->tv_sec += FORGET_WAIT_MS / 1000;
+}
+
+static int reserve_blocks_once(struct mfs_fs *fs, const struct mfs_cred *cr,
+			       uint64_t n)
 {
 	bool pend;
 	int err;
 
-	if (!n)
-		return 0;
 	mfs_pend_prune(fs);
 	err = try_reserve(fs, cr, n, &pend);
 	if (err && pend) {
@@ -127,6 +135,26 @@ int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n)
 			err = try_reserve(fs, cr, n, &pend);
 	}
 	return err;
+}
+
+int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n)
+{
+	struct timespec until = { 0 };
+	int err;
+
+	if (!n)
+		return 0;
+	for (;;) {
+		uint64_t seq = mfs_evict_seq(fs);
+
+		err = reserve_blocks_once(fs, cr, n);
+		if (err != -ENOSPC)
+			return err;
+		if (!until.tv_sec)
+			forget_deadline(&until);
+		if (!mfs_wait_forgotten(fs, seq, &until))
+			return err;
+	}
 }
 
 void mfs_unreserve_blocks(struct mfs_fs *fs, uint64_t n)
@@ -160,7 +188,7 @@ void mfs_reserve_end(struct mfs_fs *fs, uint64_t reserved, uint64_t since)
 	pthread_mutex_unlock(&fs->count_lock);
 }
 
-int mfs_reserve_inode(struct mfs_fs *fs)
+static int take_inode(struct mfs_fs *fs)
 {
 	int err = -ENOSPC;
 
@@ -171,6 +199,21 @@ int mfs_reserve_inode(struct mfs_fs *fs)
 	}
 	pthread_mutex_unlock(&fs->count_lock);
 	return err;
+}
+
+int mfs_reserve_inode(struct mfs_fs *fs)
+{
+	struct timespec until;
+	int err;
+
+	forget_deadline(&until);
+	for (;;) {
+		uint64_t seq = mfs_evict_seq(fs);
+
+		err = take_inode(fs);
+		if (err != -ENOSPC || !mfs_wait_forgotten(fs, seq, &until))
+			return err;
+	}
 }
 
 void mfs_unreserve_inode(struct mfs_fs *fs)

@@ -415,6 +415,7 @@ static void evict_and_free(struct mfs_node *n)
 	pthread_mutex_lock(&fs->icache_lock);
 	note_evicted(fs, n);
 	hash_del(fs, n);
+	fs->evict_seq++;
 	pthread_cond_broadcast(&fs->icache_cond);
 	pthread_mutex_unlock(&fs->icache_lock);
 	node_free(n);
@@ -719,4 +720,47 @@ int mfs_orphans_process(struct mfs_fs *fs)
 		mfs_iput(n);
 	}
 	return err;
+}
+
+/* ---- allocations that wait for FORGETs ----------------------------------- */
+
+uint64_t mfs_evict_seq(struct mfs_fs *fs)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&fs->icache_lock);
+	seq = fs->evict_seq;
+	pthread_mutex_unlock(&fs->icache_lock);
+	return seq;
+}
+
+/* An orphan no file holds open: unlinked, waiting for its FORGET (or a
+ * truncation about to end). */
+static bool forget_pending(struct mfs_fs *fs)
+{
+	struct ut_list *l;
+	bool any = false;
+
+	pthread_mutex_lock(&fs->orphan_lock);
+	pthread_mutex_lock(&fs->icache_lock);
+	for (l = fs->orphans.next; l != &fs->orphans && !any; l = l->next)
+		any = !ut_list_entry(l, struct mfs_node, orphan_link)->nopen;
+	pthread_mutex_unlock(&fs->icache_lock);
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return any;
+}
+
+bool mfs_wait_forgotten(struct mfs_fs *fs, uint64_t seq, const struct timespec *until)
+{
+	bool moved;
+	int rc = 0;
+
+	if (!forget_pending(fs))
+		return false;
+	pthread_mutex_lock(&fs->icache_lock);
+	while (fs->evict_seq == seq && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&fs->icache_cond, &fs->icache_lock, until);
+	moved = fs->evict_seq != seq;
+	pthread_mutex_unlock(&fs->icache_lock);
+	return moved;
 }

@@ -95,6 +95,7 @@ struct mfs_fs {
 
 	pthread_mutex_t icache_lock;     /* leaf: the hash and counts */
 	pthread_cond_t icache_cond;      /* a node finished being evicted */
+	uint64_t evict_seq;              /* icache_lock: evictions so far */
 	struct mfs_node **ihash;
 	uint32_t ihash_mask;
 	uint64_t nnodes;
@@ -239,6 +240,17 @@ int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h);
 /* mfs_orphan_del in a handle of its own, taking fs->orphan_lock. */
 int mfs_orphan_remove(struct mfs_node *n);
 int mfs_orphans_process(struct mfs_fs *fs);
+/*
+ * An inode unlinked while the kernel still knew it is freed when FUSE's
+ * FORGET for it comes, which the kernel sends after the unlink's reply.
+ * An allocation that meets a full filesystem takes mfs_evict_seq() before
+ * it tries, and if some unlinked inode is open nowhere (so only the
+ * FORGET holds it) waits with mfs_wait_forgotten(), until @until at most,
+ * for an eviction after that point: false if there was nothing to wait
+ * for or the time ran out.  Called with no lock held.
+ */
+uint64_t mfs_evict_seq(struct mfs_fs *fs);
+bool mfs_wait_forgotten(struct mfs_fs *fs, uint64_t seq, const struct timespec *until);
 
 static inline uint16_t node_mode(struct mfs_node *n)
 {

@@ -16,6 +16,10 @@
  *   dirty page back: a page the write has mapped but not yet covered by
  *   i_size is written to its block, not taken for a hole and called
  *   clean (its data was then never written, and lost once reclaimed).
+ * - a full filesystem whose last inode was unlinked while the kernel
+ *   still looked it up: a create waits for the FORGET that comes a moment
+ *   later (as FUSE sends it, after the unlink's reply) instead of
+ *   answering ENOSPC, which a local filesystem would not have.
  *
  * Each case runs for a fixed number of rounds; the image is checked after.
  */
@@ -23,6 +27,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "t_fs.h"
 
@@ -188,6 +193,55 @@ static void extends(struct bdev *bd)
 	printf("ok: files extended while every dirty page is written back\n");
 }
 
+struct late_forget {
+	uint64_t ino;
+	unsigned ms;
+};
+
+static void *forget_later(void *arg)
+{
+	struct late_forget *lf = arg;
+
+	usleep(lf->ms * 1000);
+	mfs_forget(fs, lf->ino, 1);
+	return NULL;
+}
+
+/* Fill every inode, unlink one still looked up, and create while its
+ * FORGET is on its way. */
+static void forgets(void)
+{
+	struct late_forget lf = { .ms = 200 };
+	struct stat st;
+	char name[32];
+	pthread_t th;
+	int i, err;
+
+	for (i = 0;; i++) {
+		snprintf(name, sizeof(name), "i%d", i);
+		err = mfs_mknod(fs, &tf_root, dir, name, S_IFREG | 0644, 0, &st, NULL);
+		if (err)
+			break;
+		if (i)
+			mfs_forget(fs, st.st_ino, 1);
+		else
+			lf.ino = st.st_ino;       /* kept looked up */
+	}
+	t_eq(err, -ENOSPC);
+	t_ok(mfs_unlink(fs, &tf_root, dir, "i0"));
+	t_eq(mfs_mknod(fs, &tf_root, dir, "new", S_IFREG | 0644, 0, &st, NULL), -ENOSPC);
+	t_assert(!pthread_create(&th, NULL, forget_later, &lf), "thread");
+	t_ok(mfs_mknod(fs, &tf_root, dir, "new", S_IFREG | 0644, 0, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	pthread_join(th, NULL);
+	for (int k = 1; k < i; k++) {
+		snprintf(name, sizeof(name), "i%d", k);
+		t_ok(mfs_unlink(fs, &tf_root, dir, name));
+	}
+	t_ok(mfs_unlink(fs, &tf_root, dir, "new"));
+	printf("ok: a create on a full filesystem waits for an unlinked inode's FORGET\n");
+}
+
 int main(void)
 {
 	struct bdev *bd = tf_mkfs(1024, 16u << 20);
@@ -201,6 +255,7 @@ int main(void)
 	creates();
 	directories();
 	extends(bd);
+	forgets();
 	tf_unmount_check(fs, bd);
 	bdev_close(bd);
 	return 0;
