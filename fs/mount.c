@@ -43,7 +43,15 @@ static int check_features(struct mfs_fs *fs)
 	return 0;
 }
 
-static int load_super(struct mfs_fs *fs)
+/*
+ * The superblock; before the replay (@replayed false) a backup will do.
+ * The primary spans two sectors under one checksum and is written home
+ * from the log at checkpoints: a power cut can tear it while the log
+ * still holds the copy that mends it.  So the backup, whose geometry and
+ * journal are the same, finds the journal, and only the primary as the
+ * replay left it may be mounted.
+ */
+static int load_super(struct mfs_fs *fs, bool replayed)
 {
 	uint32_t copy;
 	char why[256];
@@ -51,7 +59,10 @@ static int load_super(struct mfs_fs *fs)
 
 	if (err)
 		return err;
-	if (copy) {
+	if (copy && !replayed) {
+		mlog_warn("the primary superblock is damaged: replaying the journal "
+			  "with the backup of group %" PRIu32 " first", copy);
+	} else if (copy) {
 		mlog_err("cannot mount: the primary superblock is damaged; run "
 			 "fsck.miscfs (a backup is intact in group %" PRIu32 ")", copy);
 		return -EUCLEAN;
@@ -489,14 +500,14 @@ static int check_state(struct mfs_fs *fs)
 
 static int mount_steps(struct mfs_fs *fs)
 {
-	int err = load_super(fs);
+	int err = load_super(fs, false);
 
 	if (!err)
 		err = load_jmap(fs);
 	if (!err)
 		err = recover(fs);
 	if (!err)
-		err = load_super(fs);      /* as the replay left it */
+		err = load_super(fs, true);      /* as the replay left it */
 	if (!err)
 		err = check_state(fs);
 	if (!err)

@@ -64,11 +64,13 @@
  *
  * Torn writes (a survivor cut at a 512-byte sector) are tried at every
  * flush but those where a write of the filesystem superblock's block is
- * pending: the superblock spans two sectors under one checksum and is
- * written in place at mount and unmount (and home from the journal), so a
- * tear leaves a superblock the mount refuses before it could replay the
- * journal; only fsck and the backups can help then.  That is a limit of
- * the format, counted and reported rather than checked.
+ * pending: the superblock spans two sectors under one checksum.  A tear
+ * of its checkpoint write is mended by the replay (the mount finds the
+ * journal through a backup; t_mount checks that), but one of its writes
+ * in place (at mount and unmount, and of the errors and recovery flags)
+ * leaves a superblock the mount refuses; only fsck and the backups can
+ * help then.  That is a limit of the format, counted and reported rather
+ * than checked.
  *
  * A failure names the seed, the cut (log prefix, mode, rng) and what
  * differed.  Environment:
