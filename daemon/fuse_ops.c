@@ -623,6 +623,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	mfs_stats_set_source(userdata, format_requests, NULL);
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* The core drops the set-id bits on write, truncate and chown itself;
+	 * otherwise the kernel asks for a chmod as the writer, which a
+	 * writer who does not own the file may not do. */
+	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
 	/* The daemon caches pages itself; the kernel's writeback cache would
 	 * hold a second copy and reorder writes behind the journal's back. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;

@@ -225,12 +225,38 @@ static int check_times(struct mfs_node *n, const struct mfs_cred *cr,
 	return given ? -EPERM : mfs_permission(n, cr, W_OK);
 }
 
+/*
+ * A mode change that only drops set-id bits the file has, as a write or a
+ * truncation by this caller would (Linux's file_remove_privs).  The kernel
+ * asks for it with the writer's credentials when the filesystem does not
+ * drop the bits itself on write (no FUSE_HANDLE_KILLPRIV), so a caller
+ * that may write the file may also ask for this, owner or not.
+ */
+static bool drops_only_setid(struct mfs_node *n, const struct mfs_setattr *sa)
+{
+	uint16_t cur = node_mode(n) & 07777, new = sa->mode & 07777;
+	uint16_t dropped = cur & ~new;
+
+	return S_ISREG(node_mode(n)) && !(new & ~cur) && dropped &&
+	       !(dropped & ~(S_ISUID | S_ISGID));
+}
+
+static int check_mode(struct mfs_node *n, const struct mfs_cred *cr,
+		      const struct mfs_setattr *sa)
+{
+	if (is_owner(n, cr))
+		return 0;
+	if (drops_only_setid(n, sa) && !mfs_permission(n, cr, W_OK))
+		return 0;
+	return -EPERM;
+}
+
 static int setattr_check(struct mfs_node *n, const struct mfs_cred *cr,
 			 const struct mfs_setattr *sa)
 {
 	int err = 0;
 
-	if ((sa->valid & MFS_SET_MODE) && !is_owner(n, cr))
+	if ((sa->valid & MFS_SET_MODE) && check_mode(n, cr, sa))
 		return -EPERM;
 	if (sa->valid & (MFS_SET_UID | MFS_SET_GID))
 		err = check_chown(n, cr, sa);
@@ -261,8 +287,10 @@ static void apply_ids(struct mfs_node *n, const struct mfs_cred *cr,
 	uint16_t mode = node_mode(n);
 
 	if (sa->valid & MFS_SET_MODE) {
+		bool kill = !is_owner(n, cr);    /* drops_only_setid() */
+
 		mode = (mode & S_IFMT) | (sa->mode & 07777);
-		if (cr && cr->uid && !mfs_in_group(cr, le32toh(n->raw.i_gid)))
+		if (!kill && cr && cr->uid && !mfs_in_group(cr, le32toh(n->raw.i_gid)))
 			mode &= ~S_ISGID;
 	}
 	if (sa->valid & (MFS_SET_UID | MFS_SET_GID)) {
