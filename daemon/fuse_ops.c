@@ -618,6 +618,17 @@ TIMED(fsyncdir, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 TIMED(statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
 TIMED(access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
 
+void mfs_fuse_attr_changed(void *arg, uint64_t ino)
+{
+	/* A negative offset: the attributes only, no page is touched, so the
+	 * kernel needs no lock the request being served may hold. */
+	int err = fuse_lowlevel_notify_inval_inode(arg, to_fuse(ino), -1, 0);
+
+	if (err && err != -ENOENT)
+		mlog_warn("inode %" PRIu64 ": attributes not refreshed: %s", ino,
+			  strerror(-err));
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	mfs_stats_set_source(userdata, format_requests, NULL);

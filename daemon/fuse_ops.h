@@ -12,4 +12,8 @@
 
 extern const struct fuse_lowlevel_ops mfs_fuse_ops;
 
+/* mfs_attr_changed_fn for a session (@arg): the kernel drops its cached
+ * attributes of the inode. */
+void mfs_fuse_attr_changed(void *arg, uint64_t ino);
+
 #endif /* MISCFS_FUSE_OPS_H */

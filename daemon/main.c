@@ -247,6 +247,8 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	argv[argc] = NULL;
 	fa = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	se = fuse_session_new(&fa, &mfs_fuse_ops, sizeof(mfs_fuse_ops), fs);
+	if (se)
+		mfs_set_attr_changed(fs, mfs_fuse_attr_changed, se);
 	/* Parsing rebuilds the arguments in memory of their own; the session
 	 * keeps copies of what it needs. */
 	fuse_opt_free_args(&fa);

@@ -344,20 +344,27 @@ static int setattr_apply(struct mfs_node *n, const struct mfs_cred *cr,
 }
 
 /* A non-root writer or truncater drops the set-id bits (Linux's
- * file_remove_privs); the caller holds the rwsem. */
+ * file_remove_privs): set-uid always; set-gid when the group may execute,
+ * or when the caller is not in the file's group (setattr_should_drop_sgid).
+ * The caller holds the rwsem.  The reply of a write or an open carries no
+ * attributes, so whoever caches them is told (mfs_set_attr_changed). */
 int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr)
 {
 	struct mfs_setattr sa = { .valid = MFS_SET_MODE };
 	uint16_t mode = node_mode(n);
+	int err;
 
 	if (!cr || cr->uid == 0 || !(mode & (S_ISUID | S_ISGID)))
 		return 0;
-	if (!(mode & S_ISUID) && !(mode & S_IXGRP))
-		return 0;       /* setgid without group exec: mandatory locking */
 	sa.mode = mode & ~S_ISUID;
-	if (mode & S_IXGRP)
+	if ((mode & S_IXGRP) || !mfs_in_group(cr, le32toh(n->raw.i_gid)))
 		sa.mode &= ~S_ISGID;
-	return setattr_apply(n, NULL, &sa);
+	if (sa.mode == mode)
+		return 0;
+	err = setattr_apply(n, NULL, &sa);
+	if (!err && n->fs->attr_changed_fn)
+		n->fs->attr_changed_fn(n->fs->attr_changed_arg, n->ino);
+	return err;
 }
 
 int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,

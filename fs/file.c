@@ -475,6 +475,12 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 	return done ? (ssize_t)done : err;
 }
 
+void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg)
+{
+	fs->attr_changed_fn = fn;
+	fs->attr_changed_arg = arg;
+}
+
 /* ---- fsync --------------------------------------------------------------- */
 
 int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)

@@ -379,6 +379,14 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
  * filesystem): -ENXIO at or past the end, or no data after @off. */
 int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
 	      uint64_t *out);
+/*
+ * @fn is called with an inode whose attributes a request changed beyond
+ * what its reply tells: a write or an open with O_TRUNC by an
+ * unprivileged caller drops set-id bits.  A caller that caches
+ * attributes (the kernel) refreshes them there.  Set it before requests are served; NULL removes it.
+ */
+typedef void (*mfs_attr_changed_fn)(void *arg, uint64_t ino);
+void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg);
 /* fsync(2) / fdatasync(2) of an inode (files and directories). */
 int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync);
 int mfs_release(struct mfs_fs *fs, struct mfs_file *f);

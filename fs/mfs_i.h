@@ -126,6 +126,8 @@ struct mfs_fs {
 	pthread_mutex_t stats_lock;      /* leaf: the source below */
 	mfs_stats_fn stats_fn;
 	void *stats_arg;
+	mfs_attr_changed_fn attr_changed_fn;   /* set before serving */
+	void *attr_changed_arg;
 
 	struct {
 		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;

@@ -311,6 +311,67 @@ static void attrs(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: attributes (%u)\n", bs);
 }
 
+static void note_changed(void *arg, uint64_t ino)
+{
+	*(uint64_t *)arg = ino;
+}
+
+/*
+ * Set-id bits a write drops: set-gid without group execute stays for a
+ * writer in the file's group and goes for one outside it.  A caller that
+ * may write the file may drop those bits with a mode change (what the
+ * kernel asks for before a write when the filesystem does not promise to
+ * drop them itself), and nothing more.
+ */
+static void setid(struct mfs_fs *fs, struct bdev *bd)
+{
+	static const struct mfs_cred stranger = { 1002, 1002, 022, 0, NULL };
+	uint64_t f = mkfile(fs, MFS_ROOT_INO, "s", 0644), seen = 0;
+	struct mfs_setattr sa = { .valid = MFS_SET_UID | MFS_SET_GID,
+				  .uid = 1000, .gid = 1000 };
+	struct mfs_file *o;
+	struct stat st;
+
+	mfs_set_attr_changed(fs, note_changed, &seen);
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 02767 };
+	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
+	t_ok(mfs_open(fs, &tf_other, f, O_WRONLY, &o));
+	t_eq(mfs_write(fs, &tf_other, o, "x", 1, 0, 0), 1);
+	t_ok(mfs_release(fs, o));
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_mode & 07777, 02767);            /* in the group: kept */
+	t_eq(seen, 0);
+	t_ok(mfs_open(fs, &stranger, f, O_WRONLY, &o));
+	t_eq(mfs_write(fs, &stranger, o, "x", 1, 0, 0), 1);
+	t_ok(mfs_release(fs, o));
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_mode & 07777, 0767);
+	t_eq(seen, f);
+
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06767 };
+	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
+	sa.mode = 06766;                            /* more than set-id bits */
+	t_eq(mfs_setattr(fs, &stranger, f, &sa, &st), -EPERM);
+	sa.mode = 06767;                            /* nothing dropped */
+	t_eq(mfs_setattr(fs, &stranger, f, &sa, &st), -EPERM);
+	sa.mode = 02767;
+	t_ok(mfs_setattr(fs, &stranger, f, &sa, &st));
+	t_eq(st.st_mode & 07777, 02767);
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06755 };
+	t_ok(mfs_setattr(fs, &tf_user, f, &sa, &st));
+	sa.mode = 0755;                             /* may not write it */
+	t_eq(mfs_setattr(fs, &stranger, f, &sa, &st), -EPERM);
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_mode & 07777, 06755);
+	mfs_set_attr_changed(fs, NULL, NULL);
+	fs = remount(fs, bd);
+	t_ok(mfs_getattr(fs, tf_ino(fs, "s"), &st));
+	t_eq(st.st_mode & 07777, 06755);
+	tf_unmount_check(fs, bd);
+	printf("ok: set-id bits (%u)\n", bs);
+}
+
 /* Bytes [@off, @off + @len) of @ino all read @c. */
 static void expect_bytes(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len,
 			 char c)
@@ -620,6 +681,7 @@ int main(void)
 		each(truncate_, 64u << 20);
 		each(links, 16u << 20);
 		each(attrs, 16u << 20);
+		each(setid, 16u << 20);
 		each(appends, 16u << 20);
 		each(readdir_plus, 16u << 20);
 		each(full, 8u << 20);
