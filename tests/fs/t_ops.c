@@ -364,6 +364,15 @@ static void setid(struct mfs_fs *fs, struct bdev *bd)
 	t_eq(mfs_setattr(fs, &stranger, f, &sa, &st), -EPERM);
 	t_ok(mfs_getattr(fs, f, &st));
 	t_eq(st.st_mode & 07777, 06755);
+	/* open(O_TRUNC) drops them even with nothing to cut */
+	f = mkfile(fs, MFS_ROOT_INO, "e", 0);
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 06777 };
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_ok(mfs_open(fs, &stranger, f, O_WRONLY | O_TRUNC, &o));
+	t_ok(mfs_release(fs, o));
+	t_ok(mfs_getattr(fs, f, &st));
+	t_eq(st.st_mode & 07777, 0777);
+	t_eq(seen, f);
 	mfs_set_attr_changed(fs, NULL, NULL);
 	fs = remount(fs, bd);
 	t_ok(mfs_getattr(fs, tf_ino(fs, "s"), &st));
