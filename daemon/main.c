@@ -37,8 +37,8 @@ static int usage(void)
 		"usage: miscfs IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
 		"options: cache_size=SIZE data=ordered|writeback commit=SECONDS ro rw\n"
 		"         errors=continue|remount-ro force allow_other default_permissions\n"
-		"         relatime strictatime noatime nodev nosuid dev suid exec noexec\n"
-		"         sync dirsync defaults\n");
+		"         relatime strictatime noatime atime nodiratime diratime\n"
+		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n");
 	return 2;
 }
 
@@ -97,8 +97,8 @@ static int opt_flag(struct args *a, const char *opt)
 	/* Standard options mount(8) and mount.fuse3 pass on that change
 	 * nothing here: atime is the filesystem's (relatime and friends). */
 	static const char *const ignored[] = { "defaults", "auto", "noauto",
-		"user", "nouser", "users", "_netdev", "nofail", "async", "atime",
-		"diratime", "nodiratime", "lazytime", "nolazytime", NULL };
+		"user", "nouser", "users", "_netdev", "nofail", "async", "lazytime",
+		"nolazytime", "nomand", "iversion", "noiversion", "loud", "silent", NULL };
 
 	for (int i = 0; kernel[i]; i++)
 		if (!strcmp(opt, kernel[i]))
@@ -115,8 +115,13 @@ static int opt_flag(struct args *a, const char *opt)
 		a->mo.atime = MFS_ATIME_STRICT;
 	else if (!strcmp(opt, "noatime"))
 		a->mo.atime = MFS_ATIME_NONE;
-	else if (!strcmp(opt, "atime") && a->mo.atime == MFS_ATIME_NONE)
-		a->mo.atime = MFS_ATIME_RELATIME;
+	else if (!strcmp(opt, "atime") || !strcmp(opt, "norelatime") ||
+		 !strcmp(opt, "nostrictatime"))
+		a->mo.atime = MFS_ATIME_RELATIME;      /* the default again */
+	else if (!strcmp(opt, "nodiratime"))
+		a->mo.nodiratime = true;
+	else if (!strcmp(opt, "diratime"))
+		a->mo.nodiratime = false;
 	else {
 		for (int i = 0; ignored[i]; i++)
 			if (!strcmp(opt, ignored[i]))

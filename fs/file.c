@@ -200,7 +200,8 @@ static bool atime_due(struct mfs_node *n, const struct timespec *now)
 	__int128 at, mt, ct;
 
 	if (mode == MFS_ATIME_NONE || mfs_check_rw(n->fs) ||
-	    (le32toh(n->raw.i_flags) & MFS_NOATIME_FL))
+	    (le32toh(n->raw.i_flags) & MFS_NOATIME_FL) ||
+	    (n->fs->opts.nodiratime && S_ISDIR(node_mode(n))))
 		return false;
 	if (mode == MFS_ATIME_STRICT)
 		return true;

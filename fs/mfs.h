@@ -256,6 +256,7 @@ struct mfs_mount_opts {
 	enum mfs_data_mode data;
 	unsigned int commit_s;       /* seconds between commits; 0: 5 */
 	enum mfs_atime_mode atime;
+	bool nodiratime;             /* directories' atime never moves */
 	bool read_only;
 	/* After damage is found: MFS_ERRORS_CONTINUE or MFS_ERRORS_RO;
 	 * 0: what the superblock's s_errors says. */

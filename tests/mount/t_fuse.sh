@@ -45,3 +45,16 @@ cmp "$T_DIR/big" "$mnt/a/b/c/big" || fail "cmp after remount"
 [ "$(cat "$mnt/hello")" = "hello, miscfs" ] || fail "cat after remount"
 touch "$mnt/new" 2>/dev/null && fail "wrote to a read-only mount"
 unmount
+
+# The atime options mount(8) and fstests pass: nodiratime keeps a
+# directory's atime while a file's still moves (relatime, the default
+# again after "atime"); the options with nothing to do are accepted.
+start -o nodiratime,atime,lazytime,async,nomand
+mkdir "$mnt/d" && echo x >"$mnt/d/f" || fail "mkdir"
+dir_at=$(stat -c %x "$mnt/d"); file_at=$(stat -c %x "$mnt/d/f")
+sleep 1.2
+ls "$mnt/d" >/dev/null && cat "$mnt/d/f" >/dev/null || fail "ls, cat"
+sleep 1.2
+[ "$(stat -c %x "$mnt/d")" = "$dir_at" ] || fail "nodiratime: the directory's atime moved"
+[ "$(stat -c %x "$mnt/d/f")" != "$file_at" ] || fail "the file's atime did not move"
+unmount
