@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,20 +182,64 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 /* ---- the image ----------------------------------------------------------- */
 
-/* An exclusive lock on the image for the daemon's life. */
+/*
+ * An exclusive flock on the image for the daemon's life: no second daemon
+ * and no tool works on the image meanwhile.  A FUSE unmount returns before
+ * the daemon has written back and closed the image, so a mount right after
+ * one finds the image locked by a daemon whose kernel mount is gone: it
+ * waits for that daemon to finish (LOCK_WAIT_S at most) instead of
+ * failing.  An image that is mounted (its path is the source of a FUSE
+ * mount) is in use, and a second daemon is refused at once.
+ */
+#define LOCK_WAIT_S 120
+
+static bool image_mounted(const char *path)
+{
+	char real[PATH_MAX];
+	struct mntent *m;
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return false;
+	f = setmntent("/proc/self/mounts", "r");
+	if (!f)
+		return true;                 /* cannot tell: do not wait */
+	while (!found && (m = getmntent(f)))
+		found = !strncmp(m->mnt_type, "fuse", 4) && !strcmp(m->mnt_fsname, real);
+	endmntent(f);
+	return found;
+}
+
 static int lock_image(const char *path, bool ro)
 {
 	int fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	uint64_t start = ut_now_ns();
+	bool told = false;
 
 	if (fd < 0) {
 		mlog_err("%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		if (errno == EWOULDBLOCK)
-			mlog_err("%s is in use by another miscfs daemon", path);
-		else
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		uint64_t waited = ut_now_ns() - start;
+
+		if (errno != EWOULDBLOCK) {
 			mlog_err("%s: cannot lock: %s", path, strerror(errno));
+		} else if (image_mounted(path)) {
+			mlog_err("%s is in use by another miscfs daemon", path);
+		} else if (waited >= LOCK_WAIT_S * 1000000000ull) {
+			mlog_err("%s: the miscfs daemon that used it is still writing it "
+				 "back after %d s", path, LOCK_WAIT_S);
+		} else {
+			if (!told && waited >= 1000000000ull) {
+				mlog_info("%s: waiting for the miscfs daemon that used it "
+					  "to finish", path);
+				told = true;
+			}
+			usleep(20000);
+			continue;
+		}
 		close(fd);
 		return -1;
 	}

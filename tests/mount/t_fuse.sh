@@ -58,3 +58,15 @@ sleep 1.2
 [ "$(stat -c %x "$mnt/d")" = "$dir_at" ] || fail "nodiratime: the directory's atime moved"
 [ "$(stat -c %x "$mnt/d/f")" != "$file_at" ] || fail "the file's atime did not move"
 unmount
+
+# A mount right after an unmount, while the first daemon may still be
+# writing back, waits for it rather than failing.
+start
+head -c 20000000 /dev/urandom >"$mnt/wb" || fail "write"
+old=$daemon
+fusermount3 -u "$mnt" || fail "fusermount3 -u"
+start
+wait "$old" || fail "the first daemon exited $?"
+cmp -n 20000000 "$mnt/wb" "$mnt/wb" || fail "read back"
+[ "$(stat -c %s "$mnt/wb")" = 20000000 ] || fail "size after the second mount"
+unmount
