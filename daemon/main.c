@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@
 struct args {
 	const char *image, *mountpoint;
 	bool foreground, debug;
+	bool remount;                /* change the flags of the kernel mount */
+	bool atime_given;
+	unsigned long mnt_set, mnt_clear;   /* MS_* the options name */
 	struct mfs_mount_opts mo;
 	char kopts[1024];            /* options for the kernel mount */
 	char fsname[PATH_MAX];
@@ -90,6 +94,12 @@ static int opt_value(struct args *a, const char *key, const char *val)
 	return 0;
 }
 
+static void mnt_flag(struct args *a, unsigned long flag, bool set)
+{
+	a->mnt_set = set ? a->mnt_set | flag : a->mnt_set & ~flag;
+	a->mnt_clear = set ? a->mnt_clear & ~flag : a->mnt_clear | flag;
+}
+
 static int opt_flag(struct args *a, const char *opt)
 {
 	static const char *const kernel[] = { "allow_other", "default_permissions",
@@ -101,28 +111,39 @@ static int opt_flag(struct args *a, const char *opt)
 		"user", "nouser", "users", "_netdev", "nofail", "async", "lazytime",
 		"nolazytime", "nomand", "iversion", "noiversion", "loud", "silent", NULL };
 
+	static const struct { const char *name; unsigned long flag; bool set; } flags[] = {
+		{ "nodev", MS_NODEV, true }, { "dev", MS_NODEV, false },
+		{ "nosuid", MS_NOSUID, true }, { "suid", MS_NOSUID, false },
+		{ "noexec", MS_NOEXEC, true }, { "exec", MS_NOEXEC, false },
+	};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (!strcmp(opt, flags[i].name))
+			mnt_flag(a, flags[i].flag, flags[i].set);
 	for (int i = 0; kernel[i]; i++)
 		if (!strcmp(opt, kernel[i]))
 			return kopt(a, opt), 0;
-	if (!strcmp(opt, "ro"))
-		a->mo.read_only = true;
+	if (!strcmp(opt, "remount"))
+		a->remount = true;
+	else if (!strcmp(opt, "ro"))
+		a->mo.read_only = true, mnt_flag(a, MS_RDONLY, true);
 	else if (!strcmp(opt, "rw"))
-		a->mo.read_only = false;
+		a->mo.read_only = false, mnt_flag(a, MS_RDONLY, false);
 	else if (!strcmp(opt, "force"))
 		a->mo.force = true;
 	else if (!strcmp(opt, "relatime"))
-		a->mo.atime = MFS_ATIME_RELATIME;
+		a->mo.atime = MFS_ATIME_RELATIME, a->atime_given = true;
 	else if (!strcmp(opt, "strictatime"))
-		a->mo.atime = MFS_ATIME_STRICT;
+		a->mo.atime = MFS_ATIME_STRICT, a->atime_given = true;
 	else if (!strcmp(opt, "noatime"))
-		a->mo.atime = MFS_ATIME_NONE;
+		a->mo.atime = MFS_ATIME_NONE, a->atime_given = true;
 	else if (!strcmp(opt, "atime") || !strcmp(opt, "norelatime") ||
-		 !strcmp(opt, "nostrictatime"))
-		a->mo.atime = MFS_ATIME_RELATIME;      /* the default again */
+		 !strcmp(opt, "nostrictatime"))      /* the default again */
+		a->mo.atime = MFS_ATIME_RELATIME, a->atime_given = true;
 	else if (!strcmp(opt, "nodiratime"))
-		a->mo.nodiratime = true;
+		a->mo.nodiratime = true, mnt_flag(a, MS_NODIRATIME, true);
 	else if (!strcmp(opt, "diratime"))
-		a->mo.nodiratime = false;
+		a->mo.nodiratime = false, mnt_flag(a, MS_NODIRATIME, false);
 	else {
 		for (int i = 0; ignored[i]; i++)
 			if (!strcmp(opt, ignored[i]))
@@ -367,6 +388,48 @@ static int run(struct args *a, int status_fd)
 	return err ? 1 : 0;
 }
 
+/*
+ * mount -o remount: the filesystem is served by the daemon that mounted it,
+ * so this changes only the kernel mount's flags (read-only or not, nodev,
+ * nosuid, noexec, the atime rule) with mount(2), as mount(8) would for a
+ * kernel filesystem.  The daemon keeps its own mode: a filesystem it
+ * serves read-write refuses writes while the mount is read-only, and one
+ * mounted read-only stays so.
+ */
+static int remount(const struct args *a)
+{
+	static const struct { unsigned long st, ms; } keep[] = {
+		{ ST_RDONLY, MS_RDONLY }, { ST_NOSUID, MS_NOSUID },
+		{ ST_NODEV, MS_NODEV }, { ST_NOEXEC, MS_NOEXEC },
+		{ ST_NOATIME, MS_NOATIME }, { ST_NODIRATIME, MS_NODIRATIME },
+		{ ST_RELATIME, MS_RELATIME },
+	};
+	unsigned long flags = 0;
+	struct statvfs sv;
+
+	/* What the options do not name stays as it is. */
+	if (statvfs(a->mountpoint, &sv)) {
+		mlog_err("%s: %s", a->mountpoint, strerror(errno));
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (sv.f_flag & keep[i].st)
+			flags |= keep[i].ms;
+	if (!(flags & (MS_NOATIME | MS_RELATIME)))
+		flags |= MS_STRICTATIME;
+	if (a->atime_given) {
+		flags &= ~(MS_NOATIME | MS_RELATIME | MS_STRICTATIME);
+		flags |= a->mo.atime == MFS_ATIME_NONE ? MS_NOATIME :
+			 a->mo.atime == MFS_ATIME_STRICT ? MS_STRICTATIME : MS_RELATIME;
+	}
+	flags = (flags & ~a->mnt_clear) | a->mnt_set;
+	if (mount(NULL, a->mountpoint, NULL, MS_REMOUNT | flags, NULL)) {
+		mlog_err("%s: remount: %s", a->mountpoint, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* Without -f: the child mounts and serves; the parent exits with the
  * status the child reports once the mount is up (or has failed). */
 static int detach(int *status_fd)
@@ -404,6 +467,8 @@ int main(int argc, char **argv)
 	}
 	if (parse_args(argc, argv, &a))
 		return usage();
+	if (a.remount)
+		return remount(&a);
 	if (!realpath(a.image, a.fsname))
 		snprintf(a.fsname, sizeof(a.fsname), "%s", a.image);
 	if (!a.foreground && detach(&status_fd))

@@ -70,3 +70,17 @@ wait "$old" || fail "the first daemon exited $?"
 cmp -n 20000000 "$mnt/wb" "$mnt/wb" || fail "read back"
 [ "$(stat -c %s "$mnt/wb")" = 20000000 ] || fail "size after the second mount"
 unmount
+
+# -o remount (mount(8) runs the daemon with it) changes the kernel mount's
+# flags and leaves the rest as it was; no second daemon starts.
+if [ "$(id -u)" = 0 ]; then
+	start -o nosuid,nodev
+	expect_status 0 "$MISCFS" "$img" "$mnt" -o remount,ro
+	opts=$(awk -v m="$mnt" '$2 == m { print $4 }' /proc/self/mounts)
+	case ",$opts," in *,ro,*nosuid,nodev,*) ;; *) fail "after remount,ro: $opts" ;; esac
+	touch "$mnt/ro" 2>/dev/null && fail "wrote after remount,ro"
+	[ "$(cat "$mnt/hello")" = "hello, miscfs" ] || fail "cat after remount,ro"
+	expect_status 0 "$MISCFS" "$img" "$mnt" -o remount,rw
+	touch "$mnt/rw" || fail "no write after remount,rw"
+	unmount
+fi
