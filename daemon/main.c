@@ -461,6 +461,11 @@ int main(int argc, char **argv)
 	int status_fd = -1;
 
 	mlog_set_ident("miscfs");
+	/* Mounted by root, device files and set-id programs work as on a
+	 * kernel filesystem unless nodev or nosuid says otherwise (they come
+	 * later and win); libfuse's own default is nodev,nosuid. */
+	if (geteuid() == 0)
+		kopt(&a, "dev,suid");
 	if (argc == 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
 		printf("miscfs %s\n", MISCFS_VERSION);
 		return 0;

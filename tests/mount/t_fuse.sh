@@ -84,3 +84,12 @@ if [ "$(id -u)" = 0 ]; then
 	touch "$mnt/rw" || fail "no write after remount,rw"
 	unmount
 fi
+
+# Mounted by root without nodev, a device file works as on a kernel
+# filesystem.
+if [ "$(id -u)" = 0 ]; then
+	start
+	mknod "$mnt/null" c 1 3 && chmod 666 "$mnt/null" || fail "mknod"
+	echo fred >"$mnt/null" || fail "a device file on a mount without nodev"
+	unmount
+fi
