@@ -252,11 +252,21 @@ static struct mfs_file *file_of(struct fuse_file_info *fi)
 	return (struct mfs_file *)(uintptr_t)fi->fh;
 }
 
+/* The kernel passes the file's f_flags, in which an open for execve(2)
+ * carries __FMODE_EXEC (040, no open(2) flag has that bit). */
+#define KERNEL_FMODE_EXEC 040
+
+static int open_flags(int flags)
+{
+	return (flags & ~KERNEL_FMODE_EXEC) | (flags & KERNEL_FMODE_EXEC ? MFS_O_EXEC : 0);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct cred_buf cb;
 	struct mfs_file *f;
-	int err = mfs_open(fs_of(req), cred_of(req, &cb), to_mfs(ino), fi->flags, &f);
+	int err = mfs_open(fs_of(req), cred_of(req, &cb), to_mfs(ino),
+			   open_flags(fi->flags), &f);
 
 	if (err) {
 		reply_err(req, err);

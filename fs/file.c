@@ -62,7 +62,8 @@ static int file_new(struct mfs_node *n, int flags, struct mfs_file **out)
 static int open_checks(struct mfs_node *n, const struct mfs_cred *cr, int flags)
 {
 	uint16_t mode = node_mode(n);
-	int mask = open_mask(flags), err;
+	/* An open to execute needs execute permission, not read. */
+	int mask = flags & MFS_O_EXEC ? X_OK : open_mask(flags), err;
 
 	if (S_ISDIR(mode) && (mask & W_OK))
 		return -EISDIR;

@@ -354,7 +354,9 @@ ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size);
 struct mfs_file;
 
 /* open(2) of an existing inode with @flags (O_ACCMODE, O_TRUNC, O_APPEND,
- * O_DIRECT ...). */
+ * O_DIRECT ...), and MFS_O_EXEC for the read-only open that executes the
+ * file (it needs execute permission rather than read permission). */
+#define MFS_O_EXEC 040           /* not an open(2) flag; Linux's __FMODE_EXEC */
 int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	     int flags, struct mfs_file **out);
 /* open(2) with O_CREAT: creates @name unless it exists (EEXIST with

@@ -302,6 +302,20 @@ static void attrs(struct mfs_fs *fs, struct bdev *bd)
 	t_ok(mfs_getattr(fs, f, &st));
 	t_eq(st.st_mode & 07777, 0777);
 	t_eq(mfs_open(fs, &tf_other, MFS_FIRST_INO, O_RDONLY, &o), -EACCES);
+	/* execve's open needs execute permission, not read permission */
+	sa = (struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 0711 };
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(mfs_open(fs, &tf_other, f, O_RDONLY, &o), -EACCES);
+	t_ok(mfs_open(fs, &tf_other, f, O_RDONLY | MFS_O_EXEC, &o));
+	t_ok(mfs_release(fs, o));
+	sa.mode = 0744;
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(mfs_open(fs, &tf_other, f, O_RDONLY | MFS_O_EXEC, &o), -EACCES);
+	t_eq(mfs_open(fs, &tf_root, f, O_RDONLY | MFS_O_EXEC, &o), 0);
+	t_ok(mfs_release(fs, o));
+	sa.mode = 0666;
+	t_ok(mfs_setattr(fs, &tf_root, f, &sa, &st));
+	t_eq(mfs_open(fs, &tf_root, f, O_RDONLY | MFS_O_EXEC, &o), -EACCES);
 	t_eq(mfs_access(fs, &tf_other, f, W_OK), 0);
 	t_eq(mfs_access(fs, &tf_user, MFS_FIRST_INO, R_OK), -EACCES);
 	fs = remount(fs, bd);
