@@ -82,9 +82,10 @@ static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
 	if (!S_ISREG(node_mode(n)))
 		return 0;
 	pthread_rwlock_wrlock(&n->rwsem);
-	/* Set-id bits go even when there is nothing to cut (do_truncate). */
+	/* Even an empty file loses its set-id bits and gets new times, as
+	 * Linux's do_truncate gives them. */
 	err = mfs_kill_suid(n, cr);
-	if (!err && node_size(n))
+	if (!err)
 		err = mfs_truncate_locked(n, cr, 0);
 	pthread_rwlock_unlock(&n->rwsem);
 	return err;
