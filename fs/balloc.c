@@ -137,24 +137,43 @@ static int reserve_blocks_once(struct mfs_fs *fs, const struct mfs_cred *cr,
 	return err;
 }
 
-int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n)
+/* Run @try; if it finds the filesystem full, wait for unlinked inodes'
+ * FORGETs and try again.  The first try costs no lock and no clock. */
+static int retry_after_forgets(struct mfs_fs *fs, int (*try)(void *), void *arg)
 {
-	struct timespec until = { 0 };
-	int err;
+	struct timespec until;
+	int err = try(arg);
 
-	if (!n)
-		return 0;
+	if (err != -ENOSPC)
+		return err;
+	forget_deadline(&until);
 	for (;;) {
 		uint64_t seq = mfs_evict_seq(fs);
 
-		err = reserve_blocks_once(fs, cr, n);
-		if (err != -ENOSPC)
-			return err;
-		if (!until.tv_sec)
-			forget_deadline(&until);
-		if (!mfs_wait_forgotten(fs, seq, &until))
+		err = try(arg);
+		if (err != -ENOSPC || !mfs_wait_forgotten(fs, seq, &until))
 			return err;
 	}
+}
+
+struct block_want {
+	struct mfs_fs *fs;
+	const struct mfs_cred *cr;
+	uint64_t n;
+};
+
+static int try_blocks(void *arg)
+{
+	struct block_want *w = arg;
+
+	return reserve_blocks_once(w->fs, w->cr, w->n);
+}
+
+int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n)
+{
+	struct block_want w = { fs, cr, n };
+
+	return n ? retry_after_forgets(fs, try_blocks, &w) : 0;
 }
 
 void mfs_unreserve_blocks(struct mfs_fs *fs, uint64_t n)
@@ -188,8 +207,9 @@ void mfs_reserve_end(struct mfs_fs *fs, uint64_t reserved, uint64_t since)
 	pthread_mutex_unlock(&fs->count_lock);
 }
 
-static int take_inode(struct mfs_fs *fs)
+static int take_inode(void *arg)
 {
+	struct mfs_fs *fs = arg;
 	int err = -ENOSPC;
 
 	pthread_mutex_lock(&fs->count_lock);
@@ -203,17 +223,7 @@ static int take_inode(struct mfs_fs *fs)
 
 int mfs_reserve_inode(struct mfs_fs *fs)
 {
-	struct timespec until;
-	int err;
-
-	forget_deadline(&until);
-	for (;;) {
-		uint64_t seq = mfs_evict_seq(fs);
-
-		err = take_inode(fs);
-		if (err != -ENOSPC || !mfs_wait_forgotten(fs, seq, &until))
-			return err;
-	}
+	return retry_after_forgets(fs, take_inode, fs);
 }
 
 void mfs_unreserve_inode(struct mfs_fs *fs)
