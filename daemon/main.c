@@ -40,7 +40,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: miscfs IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
-		"options: cache_size=SIZE data=ordered|writeback commit=SECONDS ro rw\n"
+		"options: cache_size=SIZE data=ordered|writeback|journal commit=SECONDS ro rw\n"
 		"         errors=continue|remount-ro force allow_other default_permissions\n"
 		"         relatime strictatime noatime atime nodiratime diratime\n"
 		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n");
@@ -68,8 +68,7 @@ static int opt_value(struct args *a, const char *key, const char *val)
 		else if (!strcmp(val, "writeback"))
 			a->mo.data = MFS_DATA_WRITEBACK;
 		else if (!strcmp(val, "journal"))
-			return mlog_err("data=journal is not supported yet; use "
-					"data=ordered or data=writeback"), -1;
+			a->mo.data = MFS_DATA_JOURNAL;
 		else
 			return mlog_err("data=%s: unknown data mode", val), -1;
 	} else if (!strcmp(key, "commit")) {

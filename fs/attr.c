@@ -89,9 +89,9 @@ int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 /* ---- truncate ------------------------------------------------------------ */
 
 /* Zero the part of the last block beyond a new size, in the cache and, by
- * writeback, on disk: bytes past the end must read as zeros if the file
- * grows again. */
-static int zero_tail(struct mfs_node *n, uint64_t size)
+ * writeback (or in @h, for journalled data), on disk: bytes past the end
+ * must read as zeros if the file grows again. */
+static int zero_tail(struct mfs_node *n, uint64_t size, struct jnl_handle *h)
 {
 	uint32_t bs = n->fs->bs, in = (uint32_t)(size % bs);
 	struct pc_page *pg;
@@ -109,24 +109,28 @@ static int zero_tail(struct mfs_node *n, uint64_t size)
 	pc_lock_page(pg);
 	pc_wait_on_page_writeback(pg);     /* stable pages, as in a write */
 	memset((char *)pg->data + in, 0, bs - in);
-	pc_set_page_dirty(pg);
+	if (h && atomic_load(&n->jdata))
+		err = jnl_journal_data(h, pg, pblk);
+	else
+		pc_set_page_dirty(pg);
 	pc_unlock_page(pg);
 	pc_put_page(pg);
-	return 0;
+	return err;
 }
 
 /*
  * The file grows past @old under @h.  The disk may hold bytes past @old in
  * the last block: a write that a power cut kept while the size covering
  * it was lost.  They are zeroed in the cache, and the page is ordered data
- * of the transaction that grows the size, so they are zeros on disk before
- * that size can be.
+ * of the transaction that grows the size (or journalled in it), so they
+ * are zeros on disk before that size can be.  One credit of @h.
  */
 int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old)
 {
-	int err = zero_tail(n, old);
+	int err = zero_tail(n, old, h);
 
-	if (!err && old % n->fs->bs && n->fs->opts.data == MFS_DATA_ORDERED)
+	if (!err && old % n->fs->bs && !atomic_load(&n->jdata) &&
+	    n->fs->opts.data == MFS_DATA_ORDERED)
 		err = jnl_add_ordered(h, &n->ji);
 	return err;
 }
@@ -147,7 +151,7 @@ static int set_size(struct mfs_node *n, uint64_t size, bool orphan)
 
 	if (orphan)
 		pthread_mutex_lock(&fs->orphan_lock);
-	err = mfs_jstart(fs, MFS_CR_INODE + (orphan ? MFS_ORPHAN_CREDITS : 0), &h);
+	err = mfs_jstart(fs, MFS_CR_INODE + 1 + (orphan ? MFS_ORPHAN_CREDITS : 0), &h);
 	if (!err) {
 		pthread_mutex_lock(&n->lock);
 		n->raw.i_size = htole64(size);
@@ -187,7 +191,7 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t 
 	if (err || size >= old)
 		return err;
 	pc_truncate(n->map, size);
-	err = zero_tail(n, size);
+	err = zero_tail(n, size, NULL);
 	if (!err)
 		err = mfs_bmap_truncate(n, UT_DIV_ROUND_UP(size, n->fs->bs));
 	if (!err)

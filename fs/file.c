@@ -315,15 +315,15 @@ int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
 
 /* ---- write --------------------------------------------------------------- */
 
-/* The page at @idx, locked and mapped to a block, ready for bytes
- * [@in, @in + @len) of it. */
+/* The page at @idx, locked and mapped to a block (*@pblk, *@isnew if the
+ * write gave it), ready for bytes [@in, @in + @len) of it. */
 static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
-		       uint32_t in, size_t len, struct pc_page **out)
+		       uint32_t in, size_t len, struct pc_page **out,
+		       uint64_t *pblk, bool *isnew)
 {
 	uint32_t bs = n->fs->bs;
-	bool whole = in == 0 && len == bs, isnew;
+	bool whole = in == 0 && len == bs;
 	struct pc_page *pg;
-	uint64_t pblk;
 	int err;
 
 	if (!whole && idx * bs < node_size(n)) {
@@ -336,7 +336,7 @@ static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
 		if (err)
 			return err;
 	}
-	err = mfs_bmap_alloc(n, h, idx, &pblk, &isnew);
+	err = mfs_bmap_alloc(n, h, idx, pblk, isnew);
 	if (!err && !PageUptodate(pg)) {
 		memset(pg->data, 0, bs);
 		SetPageUptodate(pg);
@@ -350,19 +350,42 @@ static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
 	return 0;
 }
 
+/*
+ * The page holds its new bytes.  Journalled data that maps a new block
+ * or lies past the old end of file goes into this handle, with the
+ * metadata that makes it part of the file; any other page is dirtied,
+ * which for journalled data defers it (jdata.c).
+ */
+static int write_done(struct mfs_node *n, struct jnl_handle *h,
+		      struct pc_page *pg, uint64_t pblk, bool grows)
+{
+	int err = 0;
+
+	if (atomic_load(&n->jdata) && grows) {
+		atomic_fetch_add(&n->fs->st.jdata_journalled, 1);
+		err = jnl_journal_data(h, pg, pblk);
+		if (!err)
+			return 0;
+	}
+	pc_set_page_dirty(pg);     /* and on an error, the bytes are kept */
+	return err;
+}
+
 static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf,
 		       size_t size, uint64_t off, size_t *done)
 {
 	uint32_t bs = n->fs->bs;
+	uint64_t old_size = node_size(n);
 	int err = 0;
 
 	for (unsigned i = 0; i < WRITE_CHUNK && *done < size && !err; i++) {
-		uint64_t pos = off + *done, idx = pos / bs;
+		uint64_t pos = off + *done, idx = pos / bs, pblk;
 		uint32_t in = (uint32_t)(pos % bs);
 		size_t len = UT_MIN((size_t)(bs - in), size - *done);
 		struct pc_page *pg;
+		bool isnew;
 
-		err = write_begin(n, h, idx, in, len, &pg);
+		err = write_begin(n, h, idx, in, len, &pg, &pblk, &isnew);
 		if (err)
 			break;
 		/* Stable pages: the device may still be reading this page for
@@ -370,10 +393,11 @@ static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf
 		 * put a mix of two writes on the disk. */
 		pc_wait_on_page_writeback(pg);
 		memcpy((char *)pg->data + in, buf + *done, len);
-		pc_set_page_dirty(pg);
+		err = write_done(n, h, pg, pblk, isnew || pos + len > old_size);
 		pc_unlock_page(pg);
 		pc_put_page(pg);
-		*done += len;
+		if (!err)
+			*done += len;
 	}
 	return err;
 }
@@ -393,9 +417,12 @@ static int chunk_blocks(struct mfs_node *n, uint64_t pos, size_t left,
 	return err;
 }
 
-static int chunk_credits(void)
+/* Journalled data may log each page of the chunk too, and the zeroed
+ * tail of the old last block. */
+static int chunk_credits(struct mfs_node *n)
 {
-	return MFS_CR_INODE + WRITE_CHUNK * 3 + 12;
+	return MFS_CR_INODE + WRITE_CHUNK * 3 + 12 +
+	       (atomic_load(&n->jdata) ? WRITE_CHUNK + 1 : 0);
 }
 
 /* After a chunk: the size, the times and the inode. */
@@ -430,7 +457,7 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 			err = mfs_reserve_blocks(fs, cr, resv);
 		if (err)
 			break;
-		err = mfs_jstart(fs, (uint32_t)chunk_credits(), &h);
+		err = mfs_jstart(fs, (uint32_t)chunk_credits(n), &h);
 		if (!err && off + size > node_size(n))
 			err = mfs_zero_eof_tail(n, &h, node_size(n));
 		if (!err) {
@@ -498,7 +525,9 @@ int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
 	if (err)
 		return err;
 	atomic_fetch_add(&fs->st.fsyncs, 1);
-	err = n->map && !S_ISDIR(node_mode(n)) ? pc_sync_mapping(n->map) : 0;
+	err = mfs_jdata_flush(n);
+	if (!err && n->map && !S_ISDIR(node_mode(n)))
+		err = pc_sync_mapping(n->map);
 	pthread_mutex_lock(&n->lock);
 	tid = datasync ? n->last_data_tid : n->last_tid;
 	wait = n->dirty_tid && fs->j;

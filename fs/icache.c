@@ -377,7 +377,9 @@ static void evict(struct mfs_node *n)
 			mlog_err("inode %" PRIu32 ": cannot free it (%s); it stays on "
 				 "the orphan list", n->ino, strerror(-err));
 	} else if (n->map) {
-		err = pc_sync_mapping(n->map);
+		err = mfs_jdata_flush(n);
+		if (!err)
+			err = pc_sync_mapping(n->map);
 		if (err)
 			mlog_err("inode %" PRIu32 ": writing back its data failed: %s",
 				 n->ino, strerror(-err));

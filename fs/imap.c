@@ -289,7 +289,7 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 	err = alloc_locked(n, h, lblk, pblk, isnew);
 	pthread_rwlock_unlock(&n->map_lock);
 	/* A slow symlink's target is data too; directories are journalled. */
-	if (!err && *isnew && !S_ISDIR(node_mode(n)) &&
+	if (!err && *isnew && !S_ISDIR(node_mode(n)) && !atomic_load(&n->jdata) &&
 	    n->fs->opts.data == MFS_DATA_ORDERED)
 		err = jnl_add_ordered(h, &n->ji);
 	return err;
@@ -461,7 +461,7 @@ static int trunc_step(struct mfs_node *n, uint64_t from, bool *more)
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
 	struct trunc t = { .n = n, .h = &h, .from = from, .credits = TRUNC_CREDITS - 1,
-			   .meta = !S_ISREG(node_mode(n)) };
+			   .meta = !S_ISREG(node_mode(n)) || atomic_load(&n->jdata) };
 	int err = mfs_jstart(fs, TRUNC_CREDITS, &h);
 
 	if (err)
@@ -532,7 +532,9 @@ static int node_readpages(void *ctx, struct pc_mapping *m, struct pc_page **page
 {
 	struct mfs_node *node = ctx;
 
-	return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n);
+	if (atomic_load(&node->jdata) && node->fs->j)
+		n = mfs_jdata_readpages(node, pages, n);
+	return n ? pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n) : 0;
 }
 
 static int node_readpage(void *ctx, struct pc_page *page)
@@ -545,17 +547,44 @@ static int node_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pag
 {
 	struct mfs_node *node = ctx;
 
-	(void)wbc;
+	if (atomic_load(&node->jdata))
+		return mfs_jdata_writepages(node, pages, n, wbc);
 	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n);
+}
+
+static int node_set_page_dirty(void *ctx, struct pc_page *page)
+{
+	struct mfs_node *node = ctx;
+
+	if (atomic_load(&node->jdata))
+		return mfs_jdata_set_page_dirty(node, page);
+	return pc_set_page_dirty_default(page);
+}
+
+/* Only pages awaiting journalling carry private data (jdata.c). */
+static void node_invalidatepage(void *ctx, struct pc_page *page, uint32_t offset)
+{
+	mfs_jdata_invalidatepage(ctx, page, offset);
+}
+
+static bool node_releasepage(void *ctx, struct pc_page *page)
+{
+	mfs_jdata_invalidatepage(ctx, page, 0);
+	return true;
 }
 
 static const struct pc_mapping_ops node_ops = {
 	.readpage = node_readpage,
 	.readpages = node_readpages,
 	.writepages = node_writepages,
+	.set_page_dirty = node_set_page_dirty,
+	.invalidatepage = node_invalidatepage,
+	.releasepage = node_releasepage,
 };
 
 int mfs_map_create(struct mfs_node *n)
 {
-	return pc_mapping_create(n->fs->cache, &node_ops, n, &n->map);
+	int err = pc_mapping_create(n->fs->cache, &node_ops, n, &n->map);
+
+	return err ? err : mfs_jdata_setup(n);
 }

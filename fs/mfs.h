@@ -240,7 +240,10 @@ int mfs_dirblock_check(const struct mfs_super *sb, uint32_t ino,
 struct mfs_fs;
 
 enum mfs_data_mode {
-	MFS_DATA_ORDERED = 0,        /* data home before the commit (default) */
+	MFS_DATA_DEFAULT = 0,        /* what mkfs stored in the superblock
+	                                (s_default_mount_opts): ordered unless
+	                                said otherwise */
+	MFS_DATA_ORDERED,            /* data home before the commit */
 	MFS_DATA_WRITEBACK,          /* metadata journalled, data unordered */
 	MFS_DATA_JOURNAL,            /* data through the journal */
 };

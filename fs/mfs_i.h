@@ -129,7 +129,11 @@ struct mfs_fs {
 	mfs_attr_changed_fn attr_changed_fn;   /* set before serving */
 	void *attr_changed_arg;
 
+	struct mfs_jdata *jd;            /* jdata.c: files awaiting journalling */
+
 	struct {
+		_Atomic uint64_t jdata_pending;   /* pages awaiting journalling */
+		_Atomic uint64_t jdata_journalled; /* file pages journalled */
 		_Atomic uint64_t lookups, creates, unlinks, renames, reads, writes;
 		_Atomic uint64_t dir_checked, dir_bad, handles, fsyncs;
 		_Atomic uint64_t dirhash_builds, dirhash_hits, dirhash_drops;
@@ -163,6 +167,10 @@ struct mfs_node {
 	uint64_t goal;                   /* next block to try allocating */
 
 	struct pc_mapping *map;          /* data pages; NULL: no data */
+	/* Its data goes through the journal (data=journal, or chattr +j):
+	 * changed only with rwsem held for writing and no page dirty. */
+	atomic_bool jdata;
+	bool jd_queued;                  /* fs->jd's lock: on its queue */
 	struct jnl_inode ji;
 	struct mfs_dirhash *dh;          /* big directories; under dh_lock */
 	pthread_mutex_t dh_lock;         /* dh: its build, use and changes */
@@ -264,6 +272,32 @@ static inline uint64_t node_size(struct mfs_node *n)
 }
 void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime);
 void mfs_now(struct timespec *ts);
+
+/* jdata.c: journalled file data (data=journal, chattr +j) */
+int mfs_jdata_start(struct mfs_fs *fs);
+/* Journal what is pending, then stop the thread (unmount). */
+void mfs_jdata_stop(struct mfs_fs *fs);
+/* Should the data of @n (its mode and flags as they are) be journalled? */
+bool mfs_jdata_wanted(const struct mfs_node *n);
+/* Set up @n's mapping for its data mode (new node; or a switch, rwsem
+ * held for writing and every page clean). */
+int mfs_jdata_setup(struct mfs_node *n);
+/* Journal every page of @n awaiting it; the node's tids then name the
+ * transaction to wait for.  No lock held. */
+int mfs_jdata_flush(struct mfs_node *n);
+/* The same for every file with pages awaiting journalling (sync). */
+int mfs_jdata_flush_all(struct mfs_fs *fs);
+/* The mapping operations' part for journalled files (imap.c calls them). */
+int mfs_jdata_set_page_dirty(struct mfs_node *n, struct pc_page *pg);
+void mfs_jdata_invalidatepage(struct mfs_node *n, struct pc_page *pg,
+			      uint32_t offset);
+int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
+			 unsigned int nr, const struct pc_wbc *wbc);
+/* Pages read for @n that the journal has newer than their home are filled
+ * from it and ended; returns how many of @pages remain to read, moved to
+ * the front. */
+unsigned int mfs_jdata_readpages(struct mfs_node *n, struct pc_page **pages,
+				 unsigned int nr);
 
 /* imap.c: block maps and file mappings */
 int mfs_map_create(struct mfs_node *n);

@@ -467,6 +467,16 @@ static int alloc_groups(struct mfs_fs *fs)
 	return 0;
 }
 
+/* The data mode mkfs stored as the default. */
+static enum mfs_data_mode data_mode_of(uint32_t defm)
+{
+	switch (defm & MFS_DEFM_DATA_MASK) {
+	case MFS_DEFM_DATA_JOURNAL: return MFS_DATA_JOURNAL;
+	case MFS_DEFM_DATA_WRITEBACK: return MFS_DATA_WRITEBACK;
+	default: return MFS_DATA_ORDERED;
+	}
+}
+
 static int check_state(struct mfs_fs *fs)
 {
 	uint32_t roc = le32toh(fs->sb.s_feature_ro_compat);
@@ -488,10 +498,8 @@ static int check_state(struct mfs_fs *fs)
 	if (!fs->opts.errors)
 		fs->opts.errors = le16toh(fs->sb.s_errors) == MFS_ERRORS_RO ?
 				  MFS_ERRORS_RO : MFS_ERRORS_CONTINUE;
-	if (fs->opts.data == MFS_DATA_JOURNAL) {
-		mlog_err("cannot mount: data=journal is not supported yet");
-		return -EOPNOTSUPP;
-	}
+	if (fs->opts.data == MFS_DATA_DEFAULT)
+		fs->opts.data = data_mode_of(le32toh(fs->sb.s_default_mount_opts));
 	if ((roc & ~MFS_FEATURE_RO_COMPAT_SUPP) && !fs->opts.read_only)
 		mlog_err("unknown read-only compatible features 0x%" PRIx32
 			 ": mounting read-only", roc & ~MFS_FEATURE_RO_COMPAT_SUPP);
@@ -524,6 +532,8 @@ static int mount_steps(struct mfs_fs *fs)
 		err = sb_write(fs, sb_mounted);
 	if (!err && fs->j)
 		atomic_store(&fs->rw_mounted, true);
+	if (!err && fs->j)
+		err = mfs_jdata_start(fs);
 	fs->orphan_head = le32toh(fs->sb.s_last_orphan);
 	return err;
 }
@@ -572,6 +582,7 @@ int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
 	if (!err && !atomic_load(&fs->ro))
 		err = mfs_orphans_process(fs);
 	if (err) {
+		mfs_jdata_stop(fs);
 		if (fs->j)
 			jnl_close(fs->j);
 		fs_free(fs);
@@ -585,7 +596,10 @@ int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
 
 int mfs_unmount(struct mfs_fs *fs)
 {
-	int err = mfs_icache_sync(fs), e;
+	int err, e;
+
+	mfs_jdata_stop(fs);
+	err = mfs_icache_sync(fs);
 
 	e = pc_sync_cache(fs->cache);
 	err = err ? err : e;
@@ -603,7 +617,14 @@ int mfs_unmount(struct mfs_fs *fs)
 
 int mfs_sync(struct mfs_fs *fs)
 {
-	int err = pc_sync_cache(fs->cache), e;
+	int err = mfs_jdata_flush_all(fs), e;
+
+	e = pc_sync_cache(fs->cache);
+	err = err ? err : e;
+	/* Pages dirtied before the call whose files missed the queue were
+	 * declined by that writeback, which queued them. */
+	e = mfs_jdata_flush_all(fs);
+	err = err ? err : e;
 
 	if (fs->j) {
 		e = jnl_sync(fs->j);

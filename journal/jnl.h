@@ -214,9 +214,25 @@ int jnl_stop(struct jnl_handle *h);
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
 /* The handle changed block @home (after jnl_get_write_access). */
 int jnl_dirty(struct jnl_handle *h, uint64_t home);
-/* Journal a data page whose content is already final (data=journal):
- * write access and dirty in one. */
+/*
+ * Journal file data (data=journal): block @home now holds @pg's data.  The
+ * journal takes a copy at once, so the caller holds the page lock (or
+ * otherwise keeps the data still) across the call, and may change the
+ * page as soon as it returns; the page is not pinned.  Commits log that
+ * copy and checkpoints write it home, so neither ever reads a page a
+ * write() may be filling, nor puts uncommitted bytes home.  Until the
+ * block is home, jnl_read_data() gives it to a reader of the block.
+ * Calling it again replaces the copy (in the same transaction, no more
+ * log space).
+ */
 int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
+/*
+ * If the journal holds file data for block @home that is not home yet,
+ * copy it into @buf (block size) and return 1; else 0, and the block's
+ * home has its newest contents.  A page read back after eviction must
+ * take it from here rather than from the disk.
+ */
+int jnl_read_data(struct jnl *j, uint64_t home, void *buf);
 /*
  * Block @home was freed: recovery replays no copy of it logged by this
  * transaction or an earlier one, and once this transaction has committed

@@ -251,24 +251,48 @@ static int handle_error(struct jnl_handle *h, int err)
  * data, say) while older transactions still hold its old copy.  A commit
  * writes from its snapshot, and a checkpoint never writes a freed block
  * from its page (K4 of jnl_checkpoint.c), so the buffer needs the old page
- * no more: it takes the new one (j_lock held).  Any other second page for
- * one block is a caller bug.
+ * (or frozen data) no more: it takes the new page (j_lock held).  Any
+ * other second page for one block is a caller bug.
  */
-static bool take_page(struct jnl_buf *jb, struct pc_page *pg)
+static bool take_page(struct jnl *j, struct jnl_buf *jb, struct pc_page *pg)
 {
 	if (jb->b_tx || !jb->b_freed)
 		return false;
 	pc_get_page(pg);
-	pc_put_page(jb->b_page);
+	jnl_buf_drop_contents(j, jb);
 	jb->b_page = pg;
 	return true;
+}
+
+/* Put @jb in the handle's transaction unless it is there already, using
+ * one of the handle's credits (j_lock held). */
+static int join_buf(struct jnl_handle *h, struct jnl_buf *jb)
+{
+	if (jb->b_tx == h->h_tx)
+		return 0;
+	if (h->h_used >= h->h_credits)
+		return -ENOSPC;
+	jb->b_tx = h->h_tx;
+	jb->b_dirty = false;
+	ut_list_add_tail(&h->h_tx->t_bufs, &jb->b_tx_link);
+	h->h_tx->t_nbufs++;
+	h->h_used++;
+	return 0;
+}
+
+static int credits_error(struct jnl_handle *h, int err)
+{
+	if (err == -ENOSPC)
+		mlog_err("handle of transaction %" PRIu32 " used up its %" PRIu32
+			 " credits", h->h_tid, h->h_credits);
+	return err ? handle_error(h, err) : 0;
 }
 
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 {
 	struct jnl *j = h->h_journal;
 	struct jnl_buf *jb;
-	int err = 0;
+	int err;
 
 	if (!h->h_tx)
 		return -EINVAL;
@@ -276,22 +300,12 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	jb = jnl_buf_get(j, pg, home);
 	if (!jb)
 		err = -ENOMEM;
-	else if (jb->b_page != pg && !take_page(jb, pg))
+	else if (jb->b_page != pg && !take_page(j, jb, pg))
 		err = -EINVAL;       /* two pages for one block: a caller bug */
-	else if (jb->b_tx != h->h_tx && h->h_used >= h->h_credits)
-		err = -ENOSPC;
-	else if (jb->b_tx != h->h_tx) {
-		jb->b_tx = h->h_tx;
-		jb->b_dirty = false;
-		ut_list_add_tail(&h->h_tx->t_bufs, &jb->b_tx_link);
-		h->h_tx->t_nbufs++;
-		h->h_used++;
-	}
+	else
+		err = join_buf(h, jb);
 	pthread_mutex_unlock(&j->j_lock);
-	if (err == -ENOSPC)
-		mlog_err("handle of transaction %" PRIu32 " used up its %" PRIu32
-			 " credits", h->h_tid, h->h_credits);
-	return err ? handle_error(h, err) : 0;
+	return credits_error(h, err);
 }
 
 int jnl_dirty(struct jnl_handle *h, uint64_t home)
@@ -310,11 +324,67 @@ int jnl_dirty(struct jnl_handle *h, uint64_t home)
 	return err ? handle_error(h, err) : 0;
 }
 
+/*
+ * The copy replaces whatever the buffer held: the frozen data of an older
+ * journalling (a transaction that committed or is committing has its own
+ * snapshot), or the page of a freed metadata block that comes back as
+ * file data.  A live metadata block is a caller bug.
+ */
+static int freeze(struct jnl *j, struct jnl_handle *h, struct jnl_buf *jb,
+		  void **copy)
+{
+	int err;
+
+	if (jb->b_page && !(jb->b_freed && !jb->b_tx))
+		return -EINVAL;
+	err = join_buf(h, jb);
+	if (err)
+		return err;
+	if (jb->b_page) {
+		pc_put_page(jb->b_page);
+		jb->b_page = NULL;
+	}
+	jnl_buf_set_frozen(j, jb, *copy);
+	*copy = NULL;
+	jb->b_dirty = true;
+	return 0;
+}
+
 int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 {
-	int err = jnl_get_write_access(h, pg, home);
+	struct jnl *j = h->h_journal;
+	struct jnl_buf *jb;
+	void *copy;
+	int err;
 
-	return err ? err : jnl_dirty(h, home);
+	if (!h->h_tx)
+		return -EINVAL;
+	copy = bdev_alloc_buf(j->j_geom.bs);
+	if (!copy)
+		return handle_error(h, -ENOMEM);
+	memcpy(copy, pg->data, j->j_geom.bs);
+	pthread_mutex_lock(&j->j_lock);
+	jb = jnl_buf_get(j, NULL, home);
+	err = jb ? freeze(j, h, jb, &copy) : -ENOMEM;
+	pthread_mutex_unlock(&j->j_lock);
+	bdev_free_buf(copy);
+	return credits_error(h, err);
+}
+
+int jnl_read_data(struct jnl *j, uint64_t home, void *buf)
+{
+	struct jnl_buf *jb;
+	bool found;
+
+	if (!atomic_load_explicit(&j->j_nfrozen, memory_order_acquire))
+		return 0;
+	pthread_mutex_lock(&j->j_lock);
+	jb = jnl_buf_find(j, home);
+	found = jb && jb->b_frozen;
+	if (found)
+		memcpy(buf, jb->b_frozen, j->j_geom.bs);
+	pthread_mutex_unlock(&j->j_lock);
+	return found;
 }
 
 static int add_revoke(struct jnl_tx *t, uint64_t home)
@@ -341,6 +411,9 @@ static void forget_buf(struct jnl *j, struct jnl_buf *jb, uint32_t tid)
 	}
 	jb->b_freed = true;
 	jb->b_freed_tid = tid;
+	/* No commit or checkpoint reads a freed block's copy again, and a
+	 * read of the block's next owner must not find it. */
+	jnl_buf_set_frozen(j, jb, NULL);
 	jnl_buf_release_if_idle(j, jb);
 }
 

@@ -5,6 +5,7 @@
 #define MISCFS_JNL_I_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "jnl_disk.h"
 #include "util.h"
@@ -90,7 +91,11 @@ struct jnl_tx {
 /* The journal's state for one block it is responsible for. */
 struct jnl_buf {
 	uint64_t b_home;
-	struct pc_page *b_page;         /* pinned while the buffer exists */
+	/* Metadata: the page, pinned while the buffer exists, whose data the
+	 * handles change in place.  Journalled file data: NULL, and b_frozen
+	 * holds the block as it was journalled last (see jnl_journal_data). */
+	struct pc_page *b_page;
+	void *b_frozen;
 	struct jnl_tx *b_tx;         /* running transaction holding it */
 	struct jnl_tx *b_cp_tx;      /* committed transaction to write it home */
 	bool b_dirty;                /* changed in b_tx */
@@ -129,7 +134,10 @@ struct jnl {
 	bool j_stop;
 	struct jnl_buf **j_hash;
 	uint32_t j_hash_mask;
-	uint32_t j_nbufs;                /* buffers, i.e. pages pinned */
+	uint32_t j_nbufs;                /* buffers: pages pinned and
+	                                    frozen copies of file data */
+	_Atomic uint32_t j_nfrozen;      /* buffers with a frozen copy: a
+	                                    read needs no j_lock without one */
 	struct jnl_stats j_stats;
 
 	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time;
@@ -144,10 +152,18 @@ uint32_t jnl_tx_reservation(const struct jnl *j, uint32_t credits);
 uint32_t jnl_log_used(const struct jnl *j);
 
 struct jnl_buf *jnl_buf_find(struct jnl *j, uint64_t home);
-/* The buffer of block @home, created (pinning @pg) if there is none. */
+/* The buffer of block @home, created (pinning @pg, unless NULL) if there
+ * is none. */
 struct jnl_buf *jnl_buf_get(struct jnl *j, struct pc_page *pg, uint64_t home);
+/* Replace the frozen copy of @jb by @data (NULL: none), freeing the old
+ * one (j_lock held). */
+void jnl_buf_set_frozen(struct jnl *j, struct jnl_buf *jb, void *data);
+/* Unpin the page and free the frozen copy (j_lock held). */
+void jnl_buf_drop_contents(struct jnl *j, struct jnl_buf *jb);
 /* Drop @jb if no transaction needs it any more (j_lock held). */
 void jnl_buf_release_if_idle(struct jnl *j, struct jnl_buf *jb);
+/* The block's bytes as the journal has them: the frozen copy of file
+ * data, else the metadata page. */
 void *jnl_buf_data(const struct jnl_buf *jb);
 
 /* Commit (the commit thread, or jnl_close). */

@@ -22,7 +22,24 @@ uint32_t jnl_log_used(const struct jnl *j)
 
 void *jnl_buf_data(const struct jnl_buf *jb)
 {
-	return jb->b_page->data;
+	return jb->b_frozen ? jb->b_frozen : jb->b_page->data;
+}
+
+void jnl_buf_set_frozen(struct jnl *j, struct jnl_buf *jb, void *data)
+{
+	if (!jb->b_frozen != !data)
+		atomic_fetch_add_explicit(&j->j_nfrozen, data ? 1 : -1,
+					  memory_order_release);
+	bdev_free_buf(jb->b_frozen);
+	jb->b_frozen = data;
+}
+
+void jnl_buf_drop_contents(struct jnl *j, struct jnl_buf *jb)
+{
+	if (jb->b_page)
+		pc_put_page(jb->b_page);
+	jb->b_page = NULL;
+	jnl_buf_set_frozen(j, jb, NULL);
 }
 
 /* ---- buffers ------------------------------------------------------------- */
@@ -55,7 +72,8 @@ struct jnl_buf *jnl_buf_get(struct jnl *j, struct pc_page *pg, uint64_t home)
 		j->j_stats.pinned_max = j->j_nbufs;
 	jb->b_home = home;
 	jb->b_page = pg;
-	pc_get_page(pg);
+	if (pg)
+		pc_get_page(pg);
 	ut_list_init(&jb->b_tx_link);
 	ut_list_init(&jb->b_cp_link);
 	slot = hash_of(j, home);
@@ -73,7 +91,7 @@ void jnl_buf_release_if_idle(struct jnl *j, struct jnl_buf *jb)
 	for (pp = &j->j_hash[hash_of(j, jb->b_home)]; *pp != jb; pp = &(*pp)->b_hash_next)
 		;
 	*pp = jb->b_hash_next;
-	pc_put_page(jb->b_page);
+	jnl_buf_drop_contents(j, jb);
 	free(jb);
 	j->j_nbufs--;
 }
@@ -383,7 +401,7 @@ static void drop_all(struct jnl *j)
 			struct jnl_buf *jb = j->j_hash[i];
 
 			j->j_hash[i] = jb->b_hash_next;
-			pc_put_page(jb->b_page);
+			jnl_buf_drop_contents(j, jb);
 			free(jb);
 		}
 	}

@@ -225,6 +225,8 @@ enum pc_wb_reason {
 struct pc_wbc {
 	enum pc_wb_reason reason;
 	bool sync;        /* data integrity: the caller will wait for it */
+	void *owner;      /* what the caller of pc_write_range_for passed,
+	                     else NULL: for the owner alone */
 };
 
 /*
@@ -417,6 +419,16 @@ uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
  * lock (it locks pages, after the mapping's writeback lock).
  */
 int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+/*
+ * The same with @owner in the pc_wbc that writepages gets: the owner's own
+ * pass over its dirty pages, which its writepages may treat apart (a
+ * filesystem journalling a file's data hands it the handle it started
+ * before the call).  As the mapping's writeback lock is held throughout,
+ * no background pass holds a page of it meanwhile: every page dirty when
+ * the call starts reaches this writepages.
+ */
+int pc_write_and_wait_range_for(struct pc_mapping *m, uint64_t start,
+				uint64_t end, void *owner);
 /* The whole mapping (fsync). */
 int pc_sync_mapping(struct pc_mapping *m);
 
@@ -437,6 +449,7 @@ int pc_sync_mapping(struct pc_mapping *m);
  */
 int pc_write_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 int pc_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
+
 
 /*
  * The calling thread enters (leaves) a filesystem transaction: it holds a

@@ -371,7 +371,13 @@ static void check_no_page_lock(const char *what)
 
 int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end)
 {
-	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true };
+	return pc_write_and_wait_range_for(m, start, end, NULL);
+}
+
+int pc_write_and_wait_range_for(struct pc_mapping *m, uint64_t start,
+				uint64_t end, void *owner)
+{
+	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true, .owner = owner };
 	uint64_t first, last;
 
 	check_no_page_lock("pc_write_and_wait_range/pc_sync_mapping while "

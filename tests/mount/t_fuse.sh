@@ -29,9 +29,9 @@ expect_status 1 "$MISCFS" "$img" "$T_DIR" -f
 expect_in "$T_ERR" "in use by another miscfs daemon"
 [ "$(wc -l <"$T_ERR")" -eq 1 ] || fail "more than one line: $(cat "$T_ERR")"
 
-# data=journal is refused with a clear message.
-expect_status 2 "$MISCFS" "$img" "$T_DIR" -f -o data=journal
-expect_in "$T_ERR" "data=journal is not supported"
+# An unknown data mode is refused with a clear message.
+expect_status 2 "$MISCFS" "$img" "$T_DIR" -f -o data=everything
+expect_in "$T_ERR" "data=everything: unknown data mode"
 
 unmount
 expect_status 0 "$DEBUGFS" "$img" super
