@@ -129,8 +129,7 @@ int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old)
 {
 	int err = zero_tail(n, old, h);
 
-	if (!err && old % n->fs->bs && !atomic_load(&n->jdata) &&
-	    n->fs->opts.data == MFS_DATA_ORDERED)
+	if (!err && old % n->fs->bs && node_data_ordered(n))
 		err = jnl_add_ordered(h, &n->ji);
 	return err;
 }

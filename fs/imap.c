@@ -289,8 +289,7 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 	err = alloc_locked(n, h, lblk, pblk, isnew);
 	pthread_rwlock_unlock(&n->map_lock);
 	/* A slow symlink's target is data too; directories are journalled. */
-	if (!err && *isnew && !S_ISDIR(node_mode(n)) && !atomic_load(&n->jdata) &&
-	    n->fs->opts.data == MFS_DATA_ORDERED)
+	if (!err && *isnew && !S_ISDIR(node_mode(n)) && node_data_ordered(n))
 		err = jnl_add_ordered(h, &n->ji);
 	return err;
 }

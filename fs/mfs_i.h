@@ -270,6 +270,13 @@ static inline uint64_t node_size(struct mfs_node *n)
 {
 	return le64toh(n->raw.i_size);
 }
+/* Must @n's new data reach its blocks before the commit that maps them?
+ * Ordered mode, and data=journal for what it does not journal (the
+ * target of a slow symlink). */
+static inline bool node_data_ordered(struct mfs_node *n)
+{
+	return n->fs->opts.data != MFS_DATA_WRITEBACK && !atomic_load(&n->jdata);
+}
 void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime);
 void mfs_now(struct timespec *ts);
 

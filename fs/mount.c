@@ -346,7 +346,7 @@ static int start_journal(struct mfs_fs *fs)
 
 	pc_get_stats(fs->cache, &st);
 	cfg.max_pinned = (uint32_t)UT_MIN(st.max_pages / 2, (uint64_t)UINT32_MAX);
-	if (fs->opts.data == MFS_DATA_ORDERED) {
+	if (fs->opts.data != MFS_DATA_WRITEBACK) {
 		cfg.submit_ordered = submit_ordered;
 		cfg.wait_ordered = wait_ordered;
 	}

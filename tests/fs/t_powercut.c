@@ -103,8 +103,8 @@
 
 /* The cache is small enough that writeback also runs under pressure,
  * between commits; no flusher thread, so that a seed always writes the
- * same log. */
-static const struct mfs_mount_opts mount_opts = {
+ * same log.  MISCFS_CRASH_DATA=journal mounts with data=journal. */
+static struct mfs_mount_opts mount_opts = {
 	.cache_bytes = 1u << 20, .no_flusher = true, .commit_s = 60,
 	.atime = MFS_ATIME_NONE,
 };
@@ -467,6 +467,9 @@ static void walk(struct mfs_fs *fs, uint64_t dir, const char *path, unsigned dep
 /* ---- operations ---------------------------------------------------------- */
 
 static bool trace;                /* MISCFS_CRASH_TRACE: print each operation */
+/* File data goes through the journal: each block after a cut is whole
+ * from one version, never a mix of two writes. */
+static bool data_journalled;
 
 static void op_begin(struct world *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -1193,6 +1196,12 @@ static void check_bytes(const struct node *n, uint32_t lo, uint32_t hi,
 
 		if (range_ok(n, lo, hi, from, to, got))
 			continue;
+		if (data_journalled) {
+			versions_say(n, lo, hi, from);
+			t_fail("%s: block %" PRIu32 " is whole from no version from %"
+			       PRIu32 " to %" PRIu32 " (data=journal)", l->text,
+			       from / BS, lo, hi);
+		}
 		for (uint32_t i = from; i < to; i++) {
 			if (byte_ok(n, lo, hi, i, got[i]))
 				continue;
@@ -1613,6 +1622,13 @@ static void read_config(struct config *cf)
 	cf->nops = (uint32_t)env_num("MISCFS_CRASH_OPS", 170);
 	cf->min_states = (unsigned long)env_num("MISCFS_CRASH_MIN", 2000);
 	trace = env_num("MISCFS_CRASH_TRACE", 0);
+	if (getenv("MISCFS_CRASH_DATA")) {
+		t_assert(!strcmp(getenv("MISCFS_CRASH_DATA"), "journal"),
+			 "MISCFS_CRASH_DATA=%s: only journal is known",
+			 getenv("MISCFS_CRASH_DATA"));
+		mount_opts.data = MFS_DATA_JOURNAL;
+		data_journalled = true;
+	}
 	if (st && *st) {
 		t_assert(cf->seed, "MISCFS_CRASH_STATE needs MISCFS_CRASH_SEED");
 		t_assert(sscanf(st, "%zu:%d:%" SCNu64, &cf->prefix, &cf->mode, &cf->rng) == 3,
