@@ -46,6 +46,10 @@ static void fs_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "fs_writes", LOAD(fs->st.writes));
 	put(o, "fs_fsyncs", LOAD(fs->st.fsyncs));
 	put(o, "fs_handles", LOAD(fs->st.handles));
+	/* Every line is a number: the data mode as whether it journals. */
+	put(o, "fs_data_journal", fs->opts.data == MFS_DATA_JOURNAL);
+	put(o, "jdata_pages_pending", LOAD(fs->st.jdata_pending));
+	put(o, "jdata_pages_journalled", LOAD(fs->st.jdata_journalled));
 }
 
 static void dir_stats(struct mfs_fs *fs, struct out *o)

@@ -5,14 +5,14 @@
 # miscfs-debug verify finding nothing wrong with the image it left.
 #
 # MFSX_OPS_PERCENT (default 100) scales the operations of every run, for
-# a quick run by hand.  A failing run prints mfsx's report, whose last
+# a quick run by hand.  MFSX_MOUNT_OPTS adds mount options (data=journal).  A failing run prints mfsx's report, whose last
 # line replays it on a fresh mount like this one.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 : "${MFSX:?MFSX must name mfsx}"
 
 image_size=128M
-mount_opts=cache_size=16M
+mount_opts=cache_size=16M${MFSX_MOUNT_OPTS:+,$MFSX_MOUNT_OPTS}
 
 percent=${MFSX_OPS_PERCENT:-100}
 total=0

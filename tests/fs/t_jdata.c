@@ -1,0 +1,244 @@
+/*
+ * t_jdata - journalled file data (data=journal): deferred journalling of
+ * rewritten pages, a page rewritten many times logged once, pages read
+ * back from the journal after eviction, truncation ending the pending
+ * state, and a writer racing the journal's copies, checked after a power
+ * cut: every block whole from one write.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "t_fs.h"
+#include "util.h"
+
+#define BS 1024u
+
+static const struct mfs_mount_opts jopts = {
+	.data = MFS_DATA_JOURNAL, .no_flusher = true, .commit_s = 600,
+	.cache_bytes = 1u << 20,
+};
+
+static uint64_t stat_of(struct mfs_fs *fs, const char *key)
+{
+	char buf[8192], *at;
+
+	mfs_stats_format(fs, buf, sizeof(buf));
+	at = strstr(buf, key);
+	t_assert(at, "no statistic %s", key);
+	return strtoull(at + strlen(key) + 2, NULL, 10);
+}
+
+static uint64_t create(struct mfs_fs *fs, const char *name)
+{
+	struct mfs_file *f;
+	struct stat st;
+
+	t_ok(mfs_create(fs, &tf_root, MFS_ROOT_INO, name, 0644, O_RDWR, &st, NULL, &f));
+	t_ok(mfs_release(fs, f));
+	return st.st_ino;
+}
+
+static void put(struct mfs_fs *fs, uint64_t ino, const void *buf, size_t len,
+		uint64_t off)
+{
+	struct mfs_file *f;
+
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDWR, &f));
+	t_eq(mfs_write(fs, &tf_root, f, buf, len, off, 0), (ssize_t)len);
+	t_ok(mfs_release(fs, f));
+}
+
+static void get(struct mfs_fs *fs, uint64_t ino, void *buf, size_t len, uint64_t off)
+{
+	struct mfs_file *f;
+
+	t_ok(mfs_open(fs, &tf_root, ino, O_RDONLY, &f));
+	t_eq(mfs_read(fs, f, buf, len, off), (ssize_t)len);
+	t_ok(mfs_release(fs, f));
+}
+
+/* A page rewritten a thousand times is journalled once, when fsync
+ * gathers it; the writes themselves journal nothing. */
+static void test_rewrite_logged_once(void)
+{
+	struct bdev *bd = tf_mkfs(BS, 16u << 20);
+	struct mfs_fs *fs = tf_mount_opts(bd, &jopts);
+	uint64_t ino = create(fs, "f"), logged, pend;
+	char buf[BS];
+
+	memset(buf, 'a', sizeof(buf));
+	put(fs, ino, buf, BS, 0);             /* a new block: journalled at once */
+	t_ok(mfs_fsync(fs, ino, false));
+	t_eq(stat_of(fs, "jdata_pages_pending"), 0);
+	logged = stat_of(fs, "jdata_pages_journalled");
+	for (int i = 0; i < 1000; i++) {
+		memset(buf + (i % 9) * 100, 'b' + i % 20, 100);
+		put(fs, ino, buf + (i % 9) * 100, 100, (uint64_t)(i % 9) * 100);
+	}
+	pend = stat_of(fs, "jdata_pages_pending");
+	t_eq(pend, 1);
+	t_eq(stat_of(fs, "jdata_pages_journalled"), logged);
+	t_ok(mfs_fsync(fs, ino, false));
+	t_eq(stat_of(fs, "jdata_pages_pending"), 0);
+	t_eq(stat_of(fs, "jdata_pages_journalled"), logged + 1);
+	tf_unmount_check(fs, bd);
+	fs = tf_mount(bd);
+	{
+		char got[BS];
+
+		get(fs, ino, got, BS, 0);
+		t_assert(!memcmp(got, buf, BS), "the rewritten page did not survive");
+	}
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
+/* A pending page that is truncated away ends its pending state. */
+static void test_truncate_ends_pending(void)
+{
+	struct bdev *bd = tf_mkfs(BS, 16u << 20);
+	struct mfs_fs *fs = tf_mount_opts(bd, &jopts);
+	uint64_t ino = create(fs, "f");
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 0 };
+	char buf[4 * BS];
+
+	memset(buf, 'x', sizeof(buf));
+	put(fs, ino, buf, sizeof(buf), 0);
+	t_ok(mfs_fsync(fs, ino, false));
+	put(fs, ino, buf, sizeof(buf), 0);    /* rewrites: pending */
+	t_eq(stat_of(fs, "jdata_pages_pending"), 4);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, NULL));
+	t_eq(stat_of(fs, "jdata_pages_pending"), 0);
+	t_ok(mfs_sync(fs));
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
+/*
+ * Pages dropped by reclaim after they were journalled, before the journal
+ * wrote them home, are read back from the journal: their home block
+ * still holds what the file had before.
+ */
+static void test_read_back_from_journal(void)
+{
+	struct bdev *bd = tf_mkfs(BS, 32u << 20);
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t big = create(fs, "big"), f = create(fs, "f");
+	char *buf = malloc(4u << 20), *got = malloc(200 * BS);
+
+	memset(buf, 'o', 4u << 20);
+	put(fs, big, buf, 4u << 20, 0);
+	put(fs, f, buf, 200 * BS, 0);        /* old contents, home */
+	t_ok(mfs_unmount(fs));
+	fs = tf_mount_opts(bd, &jopts);
+	memset(buf, 'n', 200 * BS);
+	put(fs, f, buf, 200 * BS, 0);        /* rewrites: pending */
+	t_ok(mfs_fsync(fs, f, false));       /* journalled, not home */
+	for (uint64_t off = 0; off + 200 * BS <= (4u << 20); off += 200 * BS)
+		get(fs, big, got, 200 * BS, off);   /* the cache (1 MiB) turns over */
+	t_assert(stat_of(fs, "jnl_checkpoints") == 0, "a checkpoint ran: the test "
+		 "proves nothing");
+	get(fs, f, got, 200 * BS, 0);
+	for (uint32_t i = 0; i < 200 * BS; i++)
+		t_assert(got[i] == 'n', "byte %" PRIu32 " reads '%c': the page came back "
+			 "from its stale home, not from the journal", i, got[i]);
+	tf_unmount_check(fs, bd);
+	free(buf);
+	free(got);
+	bdev_close(bd);
+}
+
+/* ---- a writer racing the journal ----------------------------------------- */
+
+#define RACE_BLOCKS 8u
+
+struct race {
+	struct mfs_fs *fs;
+	uint64_t ino;
+	_Atomic bool stop;
+};
+
+/* Whole blocks, each of one byte value that grows with every pass: a block
+ * journalled while half filled would hold two values. */
+static void *writer(void *arg)
+{
+	struct race *r = arg;
+	struct mfs_file *f;
+	char buf[BS];
+
+	t_ok(mfs_open(r->fs, &tf_root, r->ino, O_RDWR, &f));
+	for (unsigned v = 1; !atomic_load(&r->stop); v++) {
+		memset(buf, (int)(v % 250) + 1, BS);
+		t_eq(mfs_write(r->fs, &tf_root, f, buf, BS,
+			       (uint64_t)(v % RACE_BLOCKS) * BS, 0), BS);
+	}
+	t_ok(mfs_release(r->fs, f));
+	return NULL;
+}
+
+static void check_blocks_whole(struct bdev *img, uint64_t ino)
+{
+	struct mfs_fs *fs = tf_mount(img);
+	char got[RACE_BLOCKS * BS];
+
+	get(fs, ino, got, sizeof(got), 0);
+	for (uint32_t b = 0; b < RACE_BLOCKS; b++)
+		for (uint32_t i = 1; i < BS; i++)
+			t_assert(got[b * BS + i] == got[b * BS], "block %" PRIu32 " holds "
+				 "byte %u at 0 and %u at %" PRIu32 ": two writes mixed",
+				 b, got[b * BS], got[b * BS + i], i);
+	tf_unmount_check(fs, img);
+}
+
+static void test_writer_races_journal(void)
+{
+	struct bdev *bd = tf_mkfs(BS, 16u << 20), *img;
+	struct race r;
+	pthread_t t;
+	char buf[RACE_BLOCKS * BS];
+	size_t cuts[16];
+	unsigned ncuts = 0;
+
+	r.fs = tf_mount_opts(bd, &jopts);
+	r.ino = create(r.fs, "race");
+	memset(buf, 1, sizeof(buf));
+	put(r.fs, r.ino, buf, sizeof(buf), 0);
+	t_ok(mfs_sync(r.fs));
+	atomic_store(&r.stop, false);
+	bdev_mem_record(bd, true);
+	t_ok(-pthread_create(&t, NULL, writer, &r));
+	for (int i = 0; i < 400; i++) {
+		t_ok(i % 3 ? mfs_fsync(r.fs, r.ino, false) : mfs_sync(r.fs));
+		if (i % 25 == 0 && ncuts < 16)
+			cuts[ncuts++] = bdev_mem_log_count(bd);
+	}
+	atomic_store(&r.stop, true);
+	pthread_join(t, NULL);
+	cuts[ncuts++] = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(r.fs));
+	for (unsigned i = 0; i < ncuts; i++) {
+		t_ok(bdev_mem_crash_image(bd, cuts[i], BDEV_CUT_LOSE_ALL, 0, &img));
+		check_blocks_whole(img, r.ino);
+		bdev_close(img);
+	}
+	t_ok(bdev_mem_crash_image(bd, bdev_mem_log_count(bd), BDEV_CUT_LOSE_ALL, 0, &img));
+	check_blocks_whole(img, r.ino);
+	bdev_close(img);
+	bdev_close(bd);
+}
+
+int main(void)
+{
+	mlog_set_level(MLOG_ERR);
+	test_rewrite_logged_once();
+	test_truncate_ends_pending();
+	test_read_back_from_journal();
+	test_writer_races_journal();
+	printf("ok\n");
+	return 0;
+}
