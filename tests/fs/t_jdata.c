@@ -201,7 +201,7 @@ static void test_writer_races_journal(void)
 	struct race r;
 	pthread_t t;
 	char buf[RACE_BLOCKS * BS];
-	size_t cuts[16];
+	size_t cuts[17];
 	unsigned ncuts = 0;
 
 	r.fs = tf_mount_opts(bd, &jopts);
