@@ -165,6 +165,8 @@ struct mfs_mkfs_opts {
 	bool zeroed;                 /* the device is known to read zero */
 	int64_t now;                 /* creation time; 0: time(NULL) */
 	uint64_t csum_seed;          /* 0: random */
+	uint32_t default_mount_opts; /* s_default_mount_opts (MFS_DEFM_*) */
+	uint16_t errors;             /* s_errors; 0: MFS_ERRORS_CONTINUE */
 };
 
 /* Smallest device, in bytes, on which mkfs can build a filesystem with

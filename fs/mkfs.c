@@ -656,7 +656,8 @@ static void fill_identity(struct mkfs_ctx *c)
 	sb->s_inode_size = htole16(MFS_INODE_SIZE);
 	sb->s_desc_size = htole16(MFS_DESC_SIZE);
 	sb->s_state = htole16(MFS_STATE_VALID);
-	sb->s_errors = htole16(MFS_ERRORS_CONTINUE);
+	sb->s_errors = htole16(c->o->errors ? c->o->errors : MFS_ERRORS_CONTINUE);
+	sb->s_default_mount_opts = htole32(c->o->default_mount_opts);
 	sb->s_max_mnt_count = htole16((uint16_t)-1);
 	sb->s_first_ino = htole32(MFS_FIRST_INO);
 	sb->s_journal_inum = htole32(MFS_JOURNAL_INO);

@@ -34,6 +34,8 @@ static const char usage_text[] =
 "  -J SIZE        journal size (also -J size=SIZE); at least 1024 blocks\n"
 "  -R NAME:SIZE   reserve a region of SIZE bytes named NAME (repeatable);\n"
 "                 NAME is 1-31 characters of [A-Za-z0-9._-]\n"
+"  -o OPTS        defaults stored for the mount, comma-separated:\n"
+"                 data=ordered|journal|writeback, errors=continue|remount-ro\n"
 "  -F             force: overwrite an existing filesystem\n"
 "  -q             quiet\n"
 "  -h             this help\n"
@@ -88,6 +90,43 @@ static int parse_region(const char *arg, struct mfs_mkfs_opts *o)
 	return 0;
 }
 
+/* One default of -o: data=MODE or errors=BEHAVIOUR. */
+static int parse_default(const char *opt, struct mfs_mkfs_opts *o)
+{
+	static const struct { const char *name; bool data; uint32_t v; } known[] = {
+		{ "data=ordered", true, MFS_DEFM_DATA_ORDERED },
+		{ "data=journal", true, MFS_DEFM_DATA_JOURNAL },
+		{ "data=writeback", true, MFS_DEFM_DATA_WRITEBACK },
+		{ "errors=continue", false, MFS_ERRORS_CONTINUE },
+		{ "errors=remount-ro", false, MFS_ERRORS_RO },
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (strcmp(opt, known[i].name))
+			continue;
+		if (known[i].data)
+			o->default_mount_opts = (o->default_mount_opts & ~MFS_DEFM_DATA_MASK) |
+						known[i].v;
+		else
+			o->errors = (uint16_t)known[i].v;
+		return 0;
+	}
+	return tool_fail("-o %s: unknown (data=ordered|journal|writeback, "
+			 "errors=continue|remount-ro)", opt);
+}
+
+static int parse_defaults(const char *arg, struct mfs_mkfs_opts *o)
+{
+	char *copy = strdup(arg), *save = NULL;
+	int err = copy ? 0 : -ENOMEM;
+
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !err;
+	     t = strtok_r(NULL, ",", &save))
+		err = parse_default(t, o);
+	free(copy);
+	return err;
+}
+
 static int parse_opt(int c, const char *arg, struct mkfs_args *a)
 {
 	uint64_t v;
@@ -123,6 +162,8 @@ static int parse_opt(int c, const char *arg, struct mkfs_args *a)
 		return 0;
 	case 'R':
 		return parse_region(arg, &a->o);
+	case 'o':
+		return parse_defaults(arg, &a->o);
 	case 'F': a->force = true; return 0;
 	case 'q': a->quiet = true; return 0;
 	}
@@ -133,7 +174,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 {
 	int c, err;
 
-	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:Fqh?V")) != -1) {
+	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:o:Fqh?V")) != -1) {
 		if (c == 'h' || c == '?') {
 			fputs(usage_text, c == 'h' ? stdout : stderr);
 			exit(c == 'h' ? 0 : 1);

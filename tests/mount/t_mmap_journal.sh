@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Journalled data through a real mount (data=journal): pages a shared
+# Journalled data through a real mount (data=journal, the default mkfs
+# -o data=journal stored, which -o data=ordered overrides): pages a shared
 # mmap dirties reach the daemon as writes and are journalled like any
 # other; after msync they are in the log, so a kill -9 of the daemon
 # loses nothing and the next mount's replay brings them home.  The
@@ -9,8 +10,10 @@ source "$(dirname "$0")/mount.sh"
 
 stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
 
-expect_status 0 "$MKFS" -q -F "$img" 64M
-start -o data=journal,commit=60
+expect_status 1 "$MKFS" -q -F -o data=all "$img" 64M
+expect_in "$T_ERR" "-o data=all: unknown"
+expect_status 0 "$MKFS" -q -F -o data=journal "$img" 64M
+start -o commit=60
 [ "$(stat_of fs_data_journal)" = 1 ] || fail "fs_data_journal: $(stat_of fs_data_journal)"
 
 head -c 1048576 /dev/urandom >"$T_DIR/want"
@@ -46,8 +49,9 @@ expect_status 0 "$DEBUGFS" "$img" super
 [ "$(field recovery)" = "needs recovery (the log is not empty, RECOVER flag set)" ] ||
 	fail "recovery after kill -9: $(field recovery)"
 
-start
+start -o data=ordered
 cmp "$T_DIR/want" "$mnt/f" || fail "the file after the replay"
+[ "$(stat_of fs_data_journal)" = 0 ] || fail "data=ordered did not override the default"
 unmount
 expect_status 0 "$DEBUGFS" "$img" verify
 expect_in "$T_OUT" "problems: 0"
