@@ -83,6 +83,20 @@ int mfs_jdata_setup(struct mfs_node *n)
 	return err;
 }
 
+int mfs_jdata_prepare_switch(struct mfs_node *n)
+{
+	struct mfs_fs *fs = n->fs;
+	int err = mfs_jdata_flush(n);
+
+	if (!err && n->map)
+		err = pc_sync_mapping(n->map);
+	if (!err && fs->j)
+		err = jnl_sync(fs->j);
+	if (!err && fs->j)
+		err = jnl_checkpoint(fs->j);
+	return err;
+}
+
 /* ---- the queue ----------------------------------------------------------- */
 
 static void queue_node(struct mfs_node *n)

@@ -289,6 +289,14 @@ bool mfs_jdata_wanted(const struct mfs_node *n);
 /* Set up @n's mapping for its data mode (new node; or a switch, rwsem
  * held for writing and every page clean). */
 int mfs_jdata_setup(struct mfs_node *n);
+/*
+ * Before @n's FS_JOURNAL_DATA_FL changes (rwsem held for writing), as
+ * ext3 did: the file's data written and committed, and the log emptied,
+ * so that no journalled copy of one of its blocks can land home after a
+ * write of the other mode went there directly.  The caller then changes
+ * the flag and calls mfs_jdata_setup().
+ */
+int mfs_jdata_prepare_switch(struct mfs_node *n);
 /* Journal every page of @n awaiting it; the node's tids then name the
  * transaction to wait for.  No lock held. */
 int mfs_jdata_flush(struct mfs_node *n);
