@@ -526,14 +526,29 @@ static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 	return *block ? 0 : PC_BLOCK_HOLE;
 }
 
+/* Runs of the batch go to the device; a journalled file's page whose
+ * newest bytes are still only in the journal is filled from there.  The
+ * batch array is the caller's, which puts every page after the call. */
 static int node_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 			  unsigned int n)
 {
 	struct mfs_node *node = ctx;
+	unsigned int from = 0;
+	int err = 0, e;
 
-	if (atomic_load(&node->jdata) && node->fs->j)
-		n = mfs_jdata_readpages(node, pages, n);
-	return n ? pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n) : 0;
+	if (!atomic_load(&node->jdata) || !node->fs->j)
+		return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n);
+	for (unsigned int i = 0; i < n; i++) {
+		if (!mfs_jdata_read_page(node, pages[i]))
+			continue;
+		e = i > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
+						  pages + from, i - from) : 0;
+		err = err ? err : e;
+		from = i + 1;
+	}
+	e = n > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
+					  pages + from, n - from) : 0;
+	return err ? err : e;
 }
 
 static int node_readpage(void *ctx, struct pc_page *page)

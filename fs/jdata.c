@@ -217,22 +217,15 @@ int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
 	return err;
 }
 
-unsigned int mfs_jdata_readpages(struct mfs_node *n, struct pc_page **pages,
-				 unsigned int nr)
+bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg)
 {
-	unsigned int left = 0;
+	uint64_t pblk = 0;
 
-	for (unsigned int i = 0; i < nr; i++) {
-		struct pc_page *pg = pages[i];
-		uint64_t pblk = 0;
-
-		if (!mfs_bmap_lookup(n, pc_page_index(pg), &pblk) && pblk &&
-		    jnl_read_data(n->fs->j, pblk, pg->data) == 1)
-			pc_end_read(pg, 0);
-		else
-			pages[left++] = pg;
-	}
-	return left;
+	if (mfs_bmap_lookup(n, pc_page_index(pg), &pblk) || !pblk ||
+	    jnl_read_data(n->fs->j, pblk, pg->data) != 1)
+		return false;
+	pc_end_read(pg, 0);
+	return true;
 }
 
 /* ---- gathering ----------------------------------------------------------- */

@@ -308,11 +308,9 @@ void mfs_jdata_invalidatepage(struct mfs_node *n, struct pc_page *pg,
 			      uint32_t offset);
 int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
 			 unsigned int nr, const struct pc_wbc *wbc);
-/* Pages read for @n that the journal has newer than their home are filled
- * from it and ended; returns how many of @pages remain to read, moved to
- * the front. */
-unsigned int mfs_jdata_readpages(struct mfs_node *n, struct pc_page **pages,
-				 unsigned int nr);
+/* A page being read (locked) whose block the journal has newer than its
+ * home is filled from the journal and ended: true.  False: read it. */
+bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg);
 
 /* imap.c: block maps and file mappings */
 int mfs_map_create(struct mfs_node *n);
