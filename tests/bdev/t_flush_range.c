@@ -1,0 +1,105 @@
+/*
+ * t_flush_range - a flush limited by bdev_set_flush_end() writes back the
+ * pages of the file before the end and leaves those after it, which a
+ * shared mapping dirtied (a reserved region), to their owner's msync.
+ *
+ * The page cache's dirty counts of each range come from cachestat(2)
+ * (Linux 6.5); the image is buffered, so that the device's own writes
+ * are in the page cache too and the flush must write them back.
+ */
+#include "t_bdev.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+#define BS      4096u
+#define SIZE    (64u * BS)
+#define END     (48u * BS)       /* the flush end: regions from here on */
+
+struct cs_range { uint64_t off, len; };
+struct cs {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* Dirty pages of the file in [off, off + len), or -1 without cachestat. */
+static long dirty_pages(int fd, uint64_t off, uint64_t len)
+{
+	struct cs_range r = { off, len };
+	struct cs st;
+
+	if (syscall(__NR_cachestat, fd, &r, &st, 0))
+		return -1;
+	return (long)(st.nr_dirty + st.nr_writeback);
+}
+
+static void check(struct bdev *bd, uint64_t end, const char *what)
+{
+	uint8_t *buf = t_alloc(BS), *map;
+
+	t_ok(bdev_set_flush_end(bd, end));
+	map = mmap(NULL, SIZE - END, PROT_READ | PROT_WRITE, MAP_SHARED, bd->fd, END);
+	t_assert(map != MAP_FAILED, "mmap: %s", strerror(errno));
+	t_fill(buf, BS, 7);
+	/* The device's own write, just before the end, and the mapping's
+	 * stores: the first page after the end and one further on. */
+	t_ok(bdev_write(bd, END - BS, buf, BS));
+	map[0] = 1;
+	map[5 * BS] = 2;
+	t_assert(dirty_pages(bd->fd, END, SIZE - END) == 2,
+		 "%s: the mapping's pages are not dirty", what);
+	t_ok(bdev_flush(bd));
+	t_eq(dirty_pages(bd->fd, 0, END), 0);
+	t_assert(dirty_pages(bd->fd, END, SIZE - END) == 2,
+		 "%s: the flush wrote back the pages after its end", what);
+	t_ok(msync(map, SIZE - END, MS_SYNC));
+	t_eq(dirty_pages(bd->fd, END, SIZE - END), 0);
+	munmap(map, SIZE - END);
+	bdev_free_buf(buf);
+	printf("ok: %s\n", what);
+}
+
+/* Without an end (or at the size) a flush covers the whole file. */
+static void check_whole(struct bdev *bd)
+{
+	uint8_t *map = mmap(NULL, SIZE - END, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    bd->fd, END);
+
+	t_assert(map != MAP_FAILED, "mmap: %s", strerror(errno));
+	t_ok(bdev_set_flush_end(bd, SIZE));
+	t_eq(bd->flush_end, 0);
+	map[0] = 3;
+	t_ok(bdev_flush(bd));
+	t_eq(dirty_pages(bd->fd, END, SIZE - END), 0);
+	munmap(map, SIZE - END);
+	printf("ok: no end\n");
+}
+
+int main(void)
+{
+	struct bdev_open_opts o = { .block_size = BS, .no_direct = true };
+	char *path = t_image("img", SIZE);
+	struct bdev *bd;
+	int fd = open(path, O_RDONLY);
+
+	t_assert(fd >= 0, "open: %s", strerror(errno));
+	if (dirty_pages(fd, 0, SIZE) < 0) {
+		printf("not run: no cachestat(2): %s\n", strerror(errno));
+		return T_SKIP;
+	}
+	close(fd);
+	t_ok(bdev_open_uring(path, &o, &bd));
+	t_eq(bdev_set_flush_end(bd, END + 1), -EINVAL);
+	t_eq(bdev_set_flush_end(bd, SIZE + BS), -EINVAL);
+	check(bd, END, "io_uring, buffered");
+	check_whole(bd);
+	bdev_close(bd);
+	free(path);
+	return 0;
+}
