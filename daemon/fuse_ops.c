@@ -25,6 +25,10 @@ static struct mfs_fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* FUSE's node ids are the filesystem's inode numbers, but for the root
+ * (FUSE_ROOT_ID, 1, which is no inode of the disk).  The inodes in memory
+ * keep theirs too: the control files' 9 and 10, and the regions' from
+ * 2^32 on, which no inode of the disk reaches. */
 static uint64_t to_mfs(fuse_ino_t ino)
 {
 	return ino == FUSE_ROOT_ID ? MFS_ROOT_INO : ino;

@@ -5,7 +5,9 @@
  *
  * The page cache's dirty counts of each range come from cachestat(2)
  * (Linux 6.5); the image is buffered, so that the device's own writes
- * are in the page cache too and the flush must write them back.
+ * are in the page cache too and the flush must write them back.  The
+ * pread backend, which has no ranged fsync, and the memory device, whose
+ * crash images must not change, still cover everything.
  */
 #include "t_bdev.h"
 
@@ -81,6 +83,44 @@ static void check_whole(struct bdev *bd)
 	printf("ok: no end\n");
 }
 
+/* The pread backend syncs the whole file whatever the end says. */
+static void check_pread(const char *path)
+{
+	struct bdev_open_opts o = { .block_size = BS, .no_direct = true };
+	struct bdev *bd;
+	uint8_t *map;
+
+	t_ok(bdev_open_pread(path, &o, &bd));
+	t_ok(bdev_set_flush_end(bd, END));
+	map = mmap(NULL, SIZE - END, PROT_READ | PROT_WRITE, MAP_SHARED, bd->fd, END);
+	t_assert(map != MAP_FAILED, "mmap: %s", strerror(errno));
+	map[0] = 4;
+	t_ok(bdev_flush(bd));
+	t_eq(dirty_pages(bd->fd, END, SIZE - END), 0);
+	munmap(map, SIZE - END);
+	bdev_close(bd);
+	printf("ok: pread, the whole file\n");
+}
+
+/* On the memory device a flush with an end still makes every completed
+ * write durable: a power cut keeps a write after the end too. */
+static void check_mem(void)
+{
+	uint8_t *buf = t_alloc(BS);
+	struct bdev *bd;
+
+	t_ok(bdev_mem_create(SIZE, BS, &bd));
+	t_ok(bdev_set_flush_end(bd, END));
+	t_fill(buf, BS, 9);
+	t_ok(bdev_write(bd, END + BS, buf, BS));
+	t_ok(bdev_flush(bd));
+	bdev_mem_power_cut(bd, BDEV_CUT_LOSE_ALL, 0);
+	t_eq(t_diff((uint8_t *)bdev_mem_data(bd) + END + BS, buf, BS), -1);
+	bdev_close(bd);
+	bdev_free_buf(buf);
+	printf("ok: memory device, every write\n");
+}
+
 int main(void)
 {
 	struct bdev_open_opts o = { .block_size = BS, .no_direct = true };
@@ -100,6 +140,8 @@ int main(void)
 	check(bd, END, "io_uring, buffered");
 	check_whole(bd);
 	bdev_close(bd);
+	check_pread(path);
+	check_mem();
 	free(path);
 	return 0;
 }
