@@ -24,7 +24,7 @@
  *   metadata page locks   pages of fs->meta (bitmaps, inode tables,
  *                         descriptors, indirect blocks, the superblock)
  *   node->lock, fs->count_lock, fs->pend_lock,
- *   fs->icache_lock,
+ *   fs->icache_lock, a region's lock (regions.c),
  *   fs->dh_list_lock      leaves: held for a few instructions, never while
  *                         sleeping on anything above (under dh_list_lock
  *                         another directory's dh_lock is only tried)
