@@ -616,7 +616,6 @@ int mfs_unmount(struct mfs_fs *fs)
 
 	mfs_jdata_stop(fs);
 	err = mfs_icache_sync(fs);
-
 	e = mfs_regions_sync(fs);
 	err = err ? err : e;
 	e = pc_sync_cache(fs->cache);
@@ -644,7 +643,6 @@ int mfs_sync(struct mfs_fs *fs)
 	 * declined by that writeback, which queued them. */
 	e = mfs_jdata_flush_all(fs);
 	err = err ? err : e;
-
 	e = mfs_regions_sync(fs);
 	err = err ? err : e;
 	if (fs->j) {
