@@ -159,7 +159,7 @@ again:
 		err = mfs_open(fs, cr, st->st_ino, flags, out);
 		if (err)
 			mfs_forget(fs, st->st_ino, 1);
-		else if (flags & O_TRUNC)
+		else if ((flags & O_TRUNC) && (*out)->n)
 			mfs_node_fill_stat((*out)->n, st);
 		return err;
 	}

@@ -372,8 +372,10 @@ int mfs_region_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 		if (err)
 			return err;
 	}
-	err = region_permission(r, cr, mask);
-	if (!err && (flags & O_TRUNC) && (mask & W_OK))
+	/* O_TRUNC asks for write permission whatever the access mode
+	 * (Linux's build_open_flags), and a region's size never changes. */
+	err = region_permission(r, cr, flags & O_TRUNC ? mask | W_OK : mask);
+	if (!err && (flags & O_TRUNC))
 		err = -EPERM;
 	if (!err)
 		*out = r;

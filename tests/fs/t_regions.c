@@ -200,6 +200,14 @@ static void refusals(struct mfs_fs *fs)
 			O_CREAT | O_EXCL | O_RDWR, &st, NULL, &f), -EEXIST);
 	t_eq(mfs_setattr(fs, &tf_root, blob_ino, &sa, &st), -EPERM);
 	t_eq(mfs_open(fs, &tf_root, blob_ino, O_WRONLY | O_TRUNC, &f), -EPERM);
+	t_eq(mfs_open(fs, &tf_root, blob_ino, O_RDONLY | O_TRUNC, &f), -EPERM);
+	t_eq(mfs_create(fs, &tf_root, MFS_REGIONS_DIR_INO, "blob", 0600,
+			O_CREAT | O_RDONLY | O_TRUNC, &st, NULL, &f), -EPERM);
+	t_eq(mfs_open(fs, &tf_user, blob_ino, O_RDONLY | O_TRUNC, &f), -EACCES);
+	t_ok(mfs_create(fs, &tf_root, MFS_REGIONS_DIR_INO, "blob", 0600, O_CREAT | O_RDWR,
+			&st, NULL, &f));
+	t_eq(st.st_ino, blob_ino);
+	t_ok(mfs_release(fs, f));
 	t_eq(mfs_setattr(fs, &tf_root, MFS_REGIONS_DIR_INO,
 			 &(struct mfs_setattr){ .valid = MFS_SET_MODE, .mode = 0777 }, &st),
 	     -EPERM);
