@@ -13,7 +13,9 @@
  * and shows an empty directory, so that its tree, walked by tools and
  * tests, is what was put in it.  Nothing here can be created, removed,
  * renamed or linked: -EPERM, or -EEXIST for a create over a name that
- * exists.  The mounted filesystem never creates either name in the root.
+ * exists.  The mounted filesystem never creates either name in the root;
+ * an entry of that name written there by other means is listed by
+ * readdir as it is on the disk, and shadowed for lookup while mounted.
  */
 #include "mfs_i.h"
 
