@@ -282,6 +282,14 @@ int bdev_flush(struct bdev *bd)
 	return bd->ops->flush(bd);
 }
 
+int bdev_set_flush_end(struct bdev *bd, uint64_t end)
+{
+	if (end % bd->block_size || end > bd->size)
+		return -EINVAL;
+	bd->flush_end = end == bd->size ? 0 : end;
+	return 0;
+}
+
 void bdev_close(struct bdev *bd)
 {
 	if (bd)

@@ -31,7 +31,9 @@
  *
  * Durability: bdev_flush() makes every write that has *completed* before
  * the call durable.  Writes still in flight are not covered; callers that
- * need ordering wait for completion first, then flush.
+ * need ordering wait for completion first, then flush.  A flush end
+ * (bdev_set_flush_end) narrows what a flush must cover to the bytes
+ * before it.
  *
  * Errors are negative errno values.
  */
@@ -120,6 +122,7 @@ struct bdev {
 	bool read_only;
 	int fd;                   /* the open image, -1 for the memory device;
 	                             the page cache mmaps reserved regions of it */
+	uint64_t flush_end;       /* flushes cover [0, flush_end); 0: all */
 	char *path;               /* NULL for the memory device */
 	struct bdev_stats stats;  /* updated with __atomic builtins; read them
 	                             through bdev_get_stats() */
@@ -158,6 +161,30 @@ int bdev_write(struct bdev *bd, uint64_t off, const void *buf, size_t len);
 int bdev_writev(struct bdev *bd, uint64_t off, const struct iovec *iov,
 		unsigned int iovcnt);
 int bdev_flush(struct bdev *bd);
+/*
+ * Flushes (bdev_flush, BDEV_OP_FLUSH) need cover only writes to bytes
+ * [0, @end): what lies at and after @end belongs to someone who makes it
+ * durable himself -- the reserved regions after the filesystem's groups,
+ * mapped shared over the same file and synced with msync.  Without it a
+ * flush of an image file also writes back every page of such a mapping
+ * that is dirty at the time, and a commit would wait for that.
+ * @end is a multiple of the block size up to the device's size; 0 (the
+ * default) or the size: the whole device.  Set it before I/O starts.
+ *   io_uring  an fsync of [0, @end) (IORING_OP_FSYNC's offset and length);
+ *             its length is 32-bit: beyond 4 GiB, a direct device (whose
+ *             writes leave no page in the kernel's cache) syncs the first
+ *             4 GiB of pages and the metadata, a buffered one the whole
+ *             file, as before;
+ *   pread     no system call syncs a range with the disk's cache and the
+ *             file's metadata (sync_file_range does neither), so the
+ *             whole file is synced, regions included: correct, slower;
+ *   mem       a flush covers every write, as before: the filesystem never
+ *             writes past @end through the device, so its crash images
+ *             are those it had (regions are stored into its memory
+ *             directly and are outside the simulation anyway).
+ * -EINVAL for an @end the device cannot take.
+ */
+int bdev_set_flush_end(struct bdev *bd, uint64_t end);
 void bdev_close(struct bdev *bd);
 
 static inline uint64_t bdev_size(const struct bdev *bd) { return bd->size; }

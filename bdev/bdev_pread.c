@@ -45,6 +45,9 @@ static int pread_one(struct bdev *bd, struct bdev_req *req)
 	return 0;
 }
 
+/* The whole file, whatever bd->flush_end says: Linux has no ranged
+ * fdatasync, and sync_file_range reaches neither the metadata nor the
+ * disk's cache (bdev.h, bdev_set_flush_end). */
 static int pread_flush(struct bdev *bd)
 {
 	int err;

@@ -117,6 +117,24 @@ static void uring_wake(struct uring_bdev *u)
 	}
 }
 
+/*
+ * The length of the fsync that covers bd->flush_end.  The kernel syncs
+ * bytes off .. off + len of the file, that last byte included
+ * (vfs_fsync_range's end is inclusive), so [0, end) is length end - 1;
+ * 0 is the whole file.  The field has 32 bits: a longer range is cut to
+ * 4 GiB on a direct device, whose own writes never sit in the kernel's
+ * cache (only the pages of a shared mapping do, and those after the end
+ * are not ours), and is the whole file on a buffered one.
+ */
+static unsigned int uring_flush_len(const struct bdev *bd)
+{
+	if (!bd->flush_end)
+		return 0;
+	if (bd->flush_end - 1 <= UINT32_MAX)
+		return (unsigned int)(bd->flush_end - 1);
+	return bd->direct ? UINT32_MAX : 0;
+}
+
 /* A request without segments is an internal fsync. */
 static void uring_prep(struct uring_bdev *u, struct bdev_req *req)
 {
@@ -129,6 +147,8 @@ static void uring_prep(struct uring_bdev *u, struct bdev_req *req)
 	assert(sqe);  /* invariants 1 and 2 */
 	if (req->iovcnt == 0) {
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		sqe->off = 0;
+		sqe->len = uring_flush_len(&u->bd);
 	} else {
 		bdev_req_rest(req, &r);
 		/* The kernel moves less than 2 GiB at once; the rest continues. */

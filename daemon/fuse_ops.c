@@ -25,6 +25,10 @@ static struct mfs_fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* FUSE's node ids are the filesystem's inode numbers, but for the root
+ * (FUSE_ROOT_ID, 1, which is no inode of the disk).  The inodes in memory
+ * keep theirs too: the control files' 9 and 10, and the regions' from
+ * 2^32 on, which no inode of the disk reaches. */
 static uint64_t to_mfs(fuse_ino_t ino)
 {
 	return ino == FUSE_ROOT_ID ? MFS_ROOT_INO : ino;
@@ -273,6 +277,16 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)f;
+	/*
+	 * The statistics go around the kernel's cache.  A region file goes
+	 * through it, as any file: its bytes change only through this
+	 * mount, whose writes pass through the kernel's pages on their way
+	 * here, so nothing there goes stale, and read(2) then sees what a
+	 * shared mapping stored before msync, as POSIX wants.  direct_io
+	 * would lose that, and libfuse 3.14 cannot ask for shared mappings
+	 * of direct_io files (FUSE_DIRECT_IO_ALLOW_MMAP came later).
+	 * keep_cache stays 0: an open drops what an earlier one cached.
+	 */
 	fi->direct_io = mfs_file_direct(f);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		mfs_release(fs_of(req), f);      /* the caller was interrupted */

@@ -22,18 +22,13 @@ bool mfs_in_group(const struct mfs_cred *cr, uint32_t gid)
 }
 
 /* @mask of R_OK, W_OK, X_OK; a NULL @cr is the filesystem itself. */
-int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
+int mfs_mode_permission(uint16_t mode, uint32_t uid, uint32_t gid,
+			const struct mfs_cred *cr, int mask)
 {
-	uint16_t mode;
-	uint32_t uid, gid, bits;
+	uint32_t bits;
 
 	if (!cr || !mask)
 		return 0;
-	pthread_mutex_lock(&n->lock);
-	mode = le16toh(n->raw.i_mode);
-	uid = le32toh(n->raw.i_uid);
-	gid = le32toh(n->raw.i_gid);
-	pthread_mutex_unlock(&n->lock);
 	if (cr->uid == 0) {
 		if (!(mask & X_OK) || S_ISDIR(mode) || (mode & 0111))
 			return 0;
@@ -46,6 +41,21 @@ int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
 	else
 		bits = mode;
 	return ((bits & 7) & (unsigned)mask) == (unsigned)mask ? 0 : -EACCES;
+}
+
+int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
+{
+	uint16_t mode;
+	uint32_t uid, gid;
+
+	if (!cr || !mask)
+		return 0;
+	pthread_mutex_lock(&n->lock);
+	mode = le16toh(n->raw.i_mode);
+	uid = le32toh(n->raw.i_uid);
+	gid = le32toh(n->raw.i_gid);
+	pthread_mutex_unlock(&n->lock);
+	return mfs_mode_permission(mode, uid, gid, cr, mask);
 }
 
 static bool is_owner(struct mfs_node *n, const struct mfs_cred *cr)
@@ -73,8 +83,8 @@ int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	struct mfs_node *n;
 	int err;
 
-	if (mfs_ctl_ino(ino))
-		return mfs_ctl_access(ino, mask);
+	if (mfs_special_ino(ino))
+		return mfs_special_access(fs, cr, ino, mask);
 	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
@@ -374,8 +384,11 @@ int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 		const struct mfs_setattr *sa, struct stat *st)
 {
 	struct mfs_node *n;
-	int err = mfs_ctl_ino(ino) ? -EPERM : mfs_check_rw(fs);
+	int err;
 
+	if (mfs_special_ino(ino))
+		return mfs_special_setattr(fs, cr, ino, sa, st);
+	err = mfs_check_rw(fs);
 	if (!err)
 		err = mfs_iget(fs, ino, &n);
 	if (err)

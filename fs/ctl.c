@@ -10,8 +10,8 @@
  * file sees the same snapshot.  Nothing here can be written, removed,
  * renamed, linked or created over: names are -EPERM (-EEXIST for a
  * create over an existing one), a write open -EACCES, attributes -EPERM.
- * The public calls of mfs.h turn to the functions here before touching
- * any inode.
+ * The public calls of mfs.h turn to the functions here, through
+ * special.c, before touching any inode.
  */
 #include "mfs_i.h"
 

@@ -20,7 +20,8 @@
 /* Pages per write handle. */
 #define WRITE_CHUNK 16u
 
-/* n is NULL for the statistics file (ctl.c), which reads @text. */
+/* n is NULL for an inode in memory (special.c): the statistics file
+ * reads @text, a region file its region. */
 struct mfs_file {
 	struct mfs_node *n;
 	int flags;
@@ -28,11 +29,13 @@ struct mfs_file {
 	struct pc_ra_state ra;
 	char *text;
 	size_t text_len;
+	struct mfs_region *rgn;
 };
 
-/* n is NULL for the control directory. */
+/* n is NULL for a directory in memory, @ino. */
 struct mfs_dir {
 	struct mfs_node *n;
+	uint64_t ino;
 };
 
 static int open_mask(int flags)
@@ -91,11 +94,16 @@ static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
 	return err;
 }
 
-static int ctl_open(struct mfs_fs *fs, uint64_t ino, int flags,
-		    struct mfs_file **out)
+static int special_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+			int flags, struct mfs_file **out)
 {
 	struct mfs_file *f = calloc(1, sizeof(*f));
-	int err = f ? mfs_ctl_open(fs, ino, flags, &f->text, &f->text_len) : -ENOMEM;
+	int err = f ? 0 : -ENOMEM;
+
+	if (!err && mfs_region_ino(ino))
+		err = mfs_region_open(fs, cr, ino, flags, &f->rgn);
+	else if (!err)
+		err = mfs_ctl_open(fs, ino, flags, &f->text, &f->text_len);
 
 	if (err) {
 		free(f);
@@ -108,7 +116,7 @@ static int ctl_open(struct mfs_fs *fs, uint64_t ino, int flags,
 
 bool mfs_file_direct(const struct mfs_file *f)
 {
-	return !f->n;
+	return !f->n && !f->rgn;
 }
 
 int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
@@ -117,8 +125,8 @@ int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	struct mfs_node *n;
 	int err;
 
-	if (mfs_ctl_ino(ino))
-		return ctl_open(fs, ino, flags, out);
+	if (mfs_special_ino(ino))
+		return special_open(fs, cr, ino, flags, out);
 	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
@@ -151,7 +159,7 @@ again:
 		err = mfs_open(fs, cr, st->st_ino, flags, out);
 		if (err)
 			mfs_forget(fs, st->st_ino, 1);
-		else if (flags & O_TRUNC)
+		else if ((flags & O_TRUNC) && (*out)->n)
 			mfs_node_fill_stat((*out)->n, st);
 		return err;
 	}
@@ -251,6 +259,8 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 	size_t done = 0;
 	int err = 0;
 
+	if (f->rgn)
+		return mfs_region_read(f->rgn, buf, size, off);
 	if (!n)
 		return mfs_ctl_read(f->text, f->text_len, buf, size, off);
 	if (S_ISDIR(node_mode(n)))
@@ -296,6 +306,14 @@ int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
 
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
+	if (f->rgn) {
+		/* All data, no hole before the end. */
+		size = mfs_region_size(f->rgn);
+		if (off >= size)
+			return -ENXIO;
+		*out = whence == SEEK_DATA ? off : size;
+		return 0;
+	}
 	if (!n || !S_ISREG(node_mode(n)) || !n->map)
 		return -EINVAL;
 	pthread_mutex_lock(&n->lock);
@@ -481,8 +499,13 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 	struct mfs_node *n = f->n;
 	uint64_t max = mfs_max_file_size(fs->bs);
 	size_t done = 0;
-	int err = n ? mfs_check_rw(fs) : -EBADF;
+	int err;
 
+	if (f->rgn && !(open_mask(f->flags) & W_OK))
+		return -EBADF;
+	if (f->rgn)
+		return mfs_region_write(fs, f->rgn, buf, size, off);
+	err = n ? mfs_check_rw(fs) : -EBADF;
 	if (err)
 		return err;
 	if (!S_ISREG(node_mode(n)))
@@ -519,8 +542,8 @@ int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
 	bool wait;
 	int err, e;
 
-	if (mfs_ctl_ino(ino))
-		return 0;
+	if (mfs_special_ino(ino))
+		return mfs_special_fsync(fs, ino);
 	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
@@ -548,12 +571,13 @@ int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	struct mfs_dir *d;
 	int err;
 
-	if (ino == MFS_STATS_INO)
-		return -ENOTDIR;
-	if (ino == MFS_CTL_DIR_INO) {
-		d = calloc(1, sizeof(*d));
+	if (mfs_special_ino(ino)) {
+		err = mfs_special_opendir(fs, ino);
+		d = err ? NULL : calloc(1, sizeof(*d));
+		if (d)
+			d->ino = ino;
 		*out = d;
-		return d ? 0 : -ENOMEM;
+		return err ? err : d ? 0 : -ENOMEM;
 	}
 	err = mfs_iget(fs, ino, &n);
 	if (err)
@@ -574,15 +598,44 @@ int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	return 0;
 }
 
+/* The root's blocks, then what special.c lists after them. */
+struct root_fill {
+	mfs_filldir_t fill;
+	void *ctx;
+	bool full;
+};
+
+static int root_fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
+		     unsigned int type, uint64_t next, const struct stat *st,
+		     uint64_t gen)
+{
+	struct root_fill *rf = ctx;
+
+	rf->full = rf->fill(rf->ctx, name, namelen, ino, type, next, st, gen) != 0;
+	return rf->full;
+}
+
+static int root_iterate(struct mfs_node *root, uint64_t off, bool plus,
+			mfs_filldir_t fill, void *ctx)
+{
+	struct root_fill rf = { fill, ctx, false };
+	int err = mfs_dir_iterate(root, off, plus, root_fill, &rf);
+
+	if (err || rf.full)
+		return err;
+	return mfs_special_readdir_root(root->fs, off, plus, fill, ctx);
+}
+
 int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 		mfs_filldir_t fill, void *ctx)
 {
 	int err;
 
 	if (!d->n)
-		return mfs_ctl_readdir(fs, off, plus, fill, ctx);
+		return mfs_special_readdir(fs, d->ino, off, plus, fill, ctx);
 	pthread_rwlock_rdlock(&d->n->rwsem);
-	err = mfs_dir_iterate(d->n, off, plus, fill, ctx);
+	err = d->n->ino == MFS_ROOT_INO ? root_iterate(d->n, off, plus, fill, ctx) :
+	      mfs_dir_iterate(d->n, off, plus, fill, ctx);
 	pthread_rwlock_unlock(&d->n->rwsem);
 	if (!err)
 		touch_atime(d->n);

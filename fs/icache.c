@@ -500,7 +500,7 @@ void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct mfs_node *n;
 
-	if (mfs_ctl_ino(ino))
+	if (mfs_special_ino(ino))
 		return;             /* in memory for good: nothing to count */
 	pthread_mutex_lock(&fs->icache_lock);
 	n = ino <= UINT32_MAX ? hash_find(fs, (uint32_t)ino) : NULL;
@@ -601,10 +601,8 @@ int mfs_getattr(struct mfs_fs *fs, uint64_t ino, struct stat *st)
 	struct mfs_node *n;
 	int err;
 
-	if (mfs_ctl_ino(ino)) {
-		mfs_ctl_stat(fs, ino, st);
-		return 0;
-	}
+	if (mfs_special_ino(ino))
+		return mfs_special_stat(fs, ino, st);
 	err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;

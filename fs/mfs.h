@@ -422,8 +422,10 @@ int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
 int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d);
 
 /*
- * Reads of @f must bypass any cache of the caller (FUSE's direct_io): its
- * text is made at open and its size is not known before.
+ * Reads of @f must bypass any cache of the caller (FUSE's direct_io): the
+ * statistics' text is made at open and its size is not known before.
+ * Region files may be cached (and mapped shared) by the caller: their
+ * bytes change only through the caller's own writes.
  */
 bool mfs_file_direct(const struct mfs_file *f);
 
@@ -438,6 +440,22 @@ bool mfs_file_direct(const struct mfs_file *f);
 #define MFS_CTL_DIR_INO         9u
 #define MFS_STATS_INO           10u
 #define MFS_CTL_DIR_NAME        ".miscfs"
+
+/*
+ * The reserved regions show as files "/.regions/NAME" whose bytes are the
+ * region's (FORMAT.md, "Reserved regions"): read, written and mapped
+ * shared straight into the device, never through the page cache or the
+ * journal.  Their inode numbers lie above the 32-bit numbers of the
+ * disk: the directory's is MFS_REGIONS_DIR_INO, the file of entry @i of
+ * the region table MFS_REGION_INO(i).  A file is as large as the region
+ * was asked for (re_bytes); a write from its end on is -ENOSPC and one
+ * across it is short.  Names cannot be created, removed, renamed or
+ * linked there and a region file cannot be truncated (-EPERM); its
+ * owner may change its permission bits, root its owner, for the mount.
+ */
+#define MFS_REGIONS_DIR_INO     (1ull << 32)
+#define MFS_REGION_INO(i)       (MFS_REGIONS_DIR_INO + 1 + (uint64_t)(i))
+#define MFS_REGIONS_DIR_NAME    ".regions"
 
 /* "key: value" lines of the caches', directories' and journal's counters
  * into @buf, then those of the source set below; returns the length it

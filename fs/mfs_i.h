@@ -24,7 +24,7 @@
  *   metadata page locks   pages of fs->meta (bitmaps, inode tables,
  *                         descriptors, indirect blocks, the superblock)
  *   node->lock, fs->count_lock, fs->pend_lock,
- *   fs->icache_lock,
+ *   fs->icache_lock, a region's lock (regions.c),
  *   fs->dh_list_lock      leaves: held for a few instructions, never while
  *                         sleeping on anything above (under dh_list_lock
  *                         another directory's dh_lock is only tried)
@@ -122,7 +122,9 @@ struct mfs_fs {
 	uint64_t dh_seed;                /* the names' hash, random per mount */
 	_Atomic uint64_t dh_clock;       /* uses of big directories */
 
-	struct timespec mounted_at;      /* the control files' times */
+	struct timespec mounted_at;      /* the in-memory inodes' times */
+	struct mfs_region *regions;      /* the region table's entries */
+	uint32_t nregions;
 	pthread_mutex_t stats_lock;      /* leaf: the source below */
 	mfs_stats_fn stats_fn;
 	void *stats_arg;
@@ -405,6 +407,8 @@ int mfs_drop_link(struct mfs_node *n, struct jnl_handle *h);
 
 /* attr.c */
 int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
+int mfs_mode_permission(uint16_t mode, uint32_t uid, uint32_t gid,
+			const struct mfs_cred *cr, int mask);
 bool mfs_in_group(const struct mfs_cred *cr, uint32_t gid);
 int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 		   const struct mfs_cred *cr);
@@ -415,15 +419,13 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
  * last block, ordered before the new size. */
 int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
 
-/* ctl.c: the control directory and its statistics file, in memory */
+/* ctl.c: the control directory and its statistics file, in memory
+ * (through special.c) */
 bool mfs_ctl_ino(uint64_t ino);
-/* @dir is one of them, or @name in @dir names one. */
 bool mfs_ctl_name(uint64_t dir, const char *name);
 void mfs_ctl_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
 int mfs_ctl_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 		   const char *name, struct stat *st, uint64_t *gen);
-/* What creating (@create) or removing or renaming @name of @dir gets,
- * when mfs_ctl_name() says it is theirs. */
 int mfs_ctl_change(uint64_t dir, const char *name, bool create);
 int mfs_ctl_access(uint64_t ino, int mask);
 /* The statistics' text as of now, for an open of @ino with @flags. */
@@ -433,6 +435,56 @@ ssize_t mfs_ctl_read(const char *text, size_t len, void *buf, size_t size,
 		     uint64_t off);
 int mfs_ctl_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
 		    mfs_filldir_t fill, void *ctx);
+
+/* special.c: every inode that exists only in memory, one gate (the
+ * kinds follow: ctl.c, regions.c) */
+bool mfs_special_ino(uint64_t ino);
+/* @dir is one of them, or @name in @dir names one. */
+bool mfs_special_name(uint64_t dir, const char *name);
+int mfs_special_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
+int mfs_special_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+		       const char *name, struct stat *st, uint64_t *gen);
+/* What creating (@create) or removing or renaming @name of @dir gets,
+ * when mfs_special_name() says it is theirs. */
+int mfs_special_change(struct mfs_fs *fs, uint64_t dir, const char *name, bool create);
+int mfs_special_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		       int mask);
+int mfs_special_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+			const struct mfs_setattr *sa, struct stat *st);
+int mfs_special_fsync(struct mfs_fs *fs, uint64_t ino);
+int mfs_special_opendir(struct mfs_fs *fs, uint64_t ino);
+int mfs_special_readdir(struct mfs_fs *fs, uint64_t ino, uint64_t off, bool plus,
+			mfs_filldir_t fill, void *ctx);
+/* The root's position after its blocks (a directory is far smaller),
+ * where readdir of the root reports the regions directory. */
+#define MFS_ROOT_SPECIAL_POS (1ull << 62)
+int mfs_special_readdir_root(struct mfs_fs *fs, uint64_t off, bool plus,
+			     mfs_filldir_t fill, void *ctx);
+
+/* regions.c: the reserved regions' directory and files */
+struct mfs_region;
+int mfs_regions_load(struct mfs_fs *fs);       /* at mount */
+int mfs_regions_sync(struct mfs_fs *fs);       /* msync every region */
+void mfs_regions_unmap(struct mfs_fs *fs);
+bool mfs_regions_present(struct mfs_fs *fs);   /* any region shown */
+bool mfs_region_ino(uint64_t ino);
+int mfs_region_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
+int mfs_region_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
+		      const char *name, struct stat *st, uint64_t *gen);
+int mfs_region_change(struct mfs_fs *fs, uint64_t dir, const char *name, bool create);
+int mfs_region_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		      int mask);
+int mfs_region_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		       const struct mfs_setattr *sa, struct stat *st);
+int mfs_region_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		    int flags, struct mfs_region **out);
+ssize_t mfs_region_read(struct mfs_region *r, void *buf, size_t size, uint64_t off);
+ssize_t mfs_region_write(struct mfs_fs *fs, struct mfs_region *r, const void *buf,
+			 size_t size, uint64_t off);
+uint64_t mfs_region_size(const struct mfs_region *r);
+int mfs_region_fsync(struct mfs_fs *fs, uint64_t ino);
+int mfs_region_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
+		       mfs_filldir_t fill, void *ctx);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

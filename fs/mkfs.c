@@ -700,6 +700,11 @@ static int check_opts(const struct mfs_mkfs_opts *o)
 			mlog_err("reserved region %u needs a name and a size", i + 1);
 			return -EINVAL;
 		}
+		/* Each is the file /.regions/NAME when mounted. */
+		if (!strcmp(o->regions[i].name, ".") || !strcmp(o->regions[i].name, "..")) {
+			mlog_err("reserved region %u: '.' and '..' cannot name a region", i + 1);
+			return -EINVAL;
+		}
 		for (unsigned j = 0; j < i; j++)
 			if (!strncmp(o->regions[i].name, o->regions[j].name,
 				     MFS_REGION_NAME_LEN)) {

@@ -506,6 +506,17 @@ static int check_state(struct mfs_fs *fs)
 	return 0;
 }
 
+/* The device's flushes stop where the regions begin: their pages, dirty
+ * in a shared mapping of the image, are synced by whoever owns them
+ * (mfs_fsync of a region file, mfs_sync, the unmount), never by a
+ * commit, which would otherwise wait for them. */
+static int set_flush_end(struct mfs_fs *fs)
+{
+	if (!le32toh(fs->sb.s_region_count))
+		return 0;
+	return bdev_set_flush_end(fs->bd, le64toh(fs->sb.s_regions_start) * fs->bs);
+}
+
 static int mount_steps(struct mfs_fs *fs)
 {
 	int err = load_super(fs, false);
@@ -518,6 +529,8 @@ static int mount_steps(struct mfs_fs *fs)
 		err = load_super(fs, true);      /* as the replay left it */
 	if (!err)
 		err = check_state(fs);
+	if (!err)
+		err = set_flush_end(fs);
 	if (!err)
 		err = alloc_groups(fs);
 	if (!err)
@@ -540,6 +553,7 @@ static int mount_steps(struct mfs_fs *fs)
 
 static void fs_free(struct mfs_fs *fs)
 {
+	mfs_regions_unmap(fs);
 	if (fs->ihash)
 		mfs_icache_destroy(fs);
 	if (fs->gdt)
@@ -581,6 +595,8 @@ int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
 		err = root_check(fs);
 	if (!err && !atomic_load(&fs->ro))
 		err = mfs_orphans_process(fs);
+	if (!err)
+		err = mfs_regions_load(fs);
 	if (err) {
 		mfs_jdata_stop(fs);
 		if (fs->j)
@@ -600,7 +616,8 @@ int mfs_unmount(struct mfs_fs *fs)
 
 	mfs_jdata_stop(fs);
 	err = mfs_icache_sync(fs);
-
+	e = mfs_regions_sync(fs);
+	err = err ? err : e;
 	e = pc_sync_cache(fs->cache);
 	err = err ? err : e;
 	if (fs->j) {
@@ -615,6 +632,7 @@ int mfs_unmount(struct mfs_fs *fs)
 	return err;
 }
 
+/* Regions too: a sync of the filesystem covers every file's data. */
 int mfs_sync(struct mfs_fs *fs)
 {
 	int err = mfs_jdata_flush_all(fs), e;
@@ -625,7 +643,8 @@ int mfs_sync(struct mfs_fs *fs)
 	 * declined by that writeback, which queued them. */
 	e = mfs_jdata_flush_all(fs);
 	err = err ? err : e;
-
+	e = mfs_regions_sync(fs);
+	err = err ? err : e;
 	if (fs->j) {
 		e = jnl_sync(fs->j);
 		err = err ? err : e;

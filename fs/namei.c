@@ -55,8 +55,8 @@ int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 	size_t len;
 	int err = check_name(name, &len);
 
-	if (!err && mfs_ctl_name(dirino, name))
-		return mfs_ctl_lookup(fs, cr, dirino, name, st, gen);
+	if (!err && mfs_special_name(dirino, name))
+		return mfs_special_lookup(fs, cr, dirino, name, st, gen);
 	if (!err)
 		err = get_dir(fs, dirino, &dir);
 	if (err)
@@ -267,8 +267,8 @@ int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirin
 	size_t len;
 	int err = check_name(name, &len);
 
-	if (!err && mfs_ctl_name(dirino, name))
-		err = mfs_ctl_change(dirino, name, true);
+	if (!err && mfs_special_name(dirino, name))
+		err = mfs_special_change(fs, dirino, name, true);
 	if (!err)
 		err = mfs_check_rw(fs);
 	if (!err)
@@ -332,7 +332,7 @@ ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size)
 	struct mfs_node *n;
 	struct pc_page *pg;
 	size_t len;
-	int err = mfs_ctl_ino(ino) ? -EINVAL : mfs_iget(fs, ino, &n);
+	int err = mfs_special_ino(ino) ? -EINVAL : mfs_iget(fs, ino, &n);
 
 	if (err)
 		return err;
@@ -475,10 +475,10 @@ int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	size_t len;
 	int err = check_name(newname, &len);
 
-	if (!err && mfs_ctl_ino(ino))
+	if (!err && mfs_special_ino(ino))
 		err = -EPERM;
-	if (!err && mfs_ctl_name(newdir, newname))
-		err = mfs_ctl_change(newdir, newname, true);
+	if (!err && mfs_special_name(newdir, newname))
+		err = mfs_special_change(fs, newdir, newname, true);
 	if (!err)
 		err = mfs_check_rw(fs);
 	if (!err)
@@ -572,8 +572,8 @@ static int remove_name(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t di
 		err = -EINVAL;
 	if (!err && rmdir && !strcmp(name, ".."))
 		err = -ENOTEMPTY;
-	if (!err && mfs_ctl_name(dirino, name))
-		err = mfs_ctl_change(dirino, name, false);
+	if (!err && mfs_special_name(dirino, name))
+		err = mfs_special_change(fs, dirino, name, false);
 	if (!err)
 		err = mfs_check_rw(fs);
 	if (!err)

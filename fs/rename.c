@@ -395,7 +395,7 @@ int mfs_rename(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 	if (!err && (!strcmp(name, ".") || !strcmp(name, "..") ||
 		     !strcmp(newname, ".") || !strcmp(newname, "..")))
 		err = -EBUSY;
-	if (!err && (mfs_ctl_name(dir, name) || mfs_ctl_name(newdir, newname)))
+	if (!err && (mfs_special_name(dir, name) || mfs_special_name(newdir, newname)))
 		err = -EPERM;
 	if (!err)
 		err = get_dir(fs, dir, &r.sdir);

@@ -33,7 +33,7 @@ static const char usage_text[] =
 "  -U UUID        filesystem UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)\n"
 "  -J SIZE        journal size (also -J size=SIZE); at least 1024 blocks\n"
 "  -R NAME:SIZE   reserve a region of SIZE bytes named NAME (repeatable);\n"
-"                 NAME is 1-31 characters of [A-Za-z0-9._-]\n"
+"                 NAME is 1-31 characters of [A-Za-z0-9._-], not . or ..\n"
 "  -o OPTS        defaults stored for the mount, comma-separated:\n"
 "                 data=ordered|journal|writeback, errors=continue|remount-ro\n"
 "  -F             force: overwrite an existing filesystem\n"
@@ -79,6 +79,9 @@ static int parse_region(const char *arg, struct mfs_mkfs_opts *o)
 		if (!isalnum((unsigned char)arg[i]) && !strchr("._-", arg[i]))
 			return tool_fail("region '%s': the name may hold only "
 					 "[A-Za-z0-9._-]", arg);
+	/* The region is the file /.regions/NAME: "." and ".." name no file. */
+	if ((len == 1 && arg[0] == '.') || (len == 2 && !strncmp(arg, "..", 2)))
+		return tool_fail("region '%s': '.' and '..' cannot name a region", arg);
 	if (o->nregions >= MFS_MAX_REGIONS_ARG)
 		return tool_fail("too many regions (at most %d)", MFS_MAX_REGIONS_ARG);
 	r = &o->regions[o->nregions];

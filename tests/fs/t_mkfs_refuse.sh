@@ -20,6 +20,8 @@ refuse "is too small" -R big:60M "$img" 64M
 refuse "region 'x': expected NAME:SIZE" -R x "$img" 64M
 refuse "may hold only" -R "a/b:1M" "$img" 64M
 refuse "is used twice" -R a:1M -R a:2M "$img" 64M
+refuse "cannot name a region" -R ..:1M "$img" 64M
+refuse "cannot name a region" -R .:1M "$img" 64M
 refuse "is not a UUID" -U nope "$img" 64M
 refuse "longer than 32 bytes" -L 0123456789012345678901234567890123 "$img" 64M
 refuse "journal size 'x' is not a size" -J x "$img" 64M
