@@ -286,7 +286,8 @@ static int flush_ino(struct mfs_fs *fs, uint32_t ino)
 	n->jd_queued = false;        /* pages dirtied from now on queue it again */
 	pthread_mutex_unlock(&fs->jd->lock);
 	err = mfs_jdata_flush(n);
-	if (err)
+	/* A filesystem that stopped writing has said so once already. */
+	if (err && err != -EROFS)
 		mlog_err("inode %" PRIu32 ": journalling its data failed: %s",
 			 ino, strerror(-err));
 	mfs_iput(n);
