@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 
 #include "util.h"
 
@@ -541,13 +542,66 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	reply_err(req, mfs_access(fs_of(req), cred_of(req, &cb), to_mfs(ino), mask));
 }
 
+/* ---- extended attributes ------------------------------------------------- */
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	struct cred_buf cb;
+
+	/* Only the flags of setxattr(2); the kernel's own extra flags ask
+	 * for nothing the core does not do anyway. */
+	reply_err(req, mfs_setxattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), name,
+				    value, size, flags & (XATTR_CREATE | XATTR_REPLACE)));
+}
+
+/* @size 0 asks for the length; anything else for the bytes. */
+static void reply_xattr(fuse_req_t req, ssize_t len, const char *buf, size_t size)
+{
+	if (len < 0)
+		reply_err(req, len);
+	else if (!size)
+		fuse_reply_xattr(req, (size_t)len);
+	else
+		fuse_reply_buf(req, buf, (size_t)len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct cred_buf cb;
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t len = size && !buf ? -ENOMEM :
+		      mfs_getxattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), name, buf, size);
+
+	reply_xattr(req, len, buf, size);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct cred_buf cb;
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t len = size && !buf ? -ENOMEM :
+		      mfs_listxattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), buf, size);
+
+	reply_xattr(req, len, buf, size);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct cred_buf cb;
+
+	reply_err(req, mfs_removexattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), name));
+}
+
 /* ---- request statistics -------------------------------------------------- */
 
 #define OPS(X) X(lookup) X(forget) X(forget_multi) X(getattr) X(setattr)         \
 	X(readlink) X(mknod) X(mkdir) X(symlink) X(link) X(unlink) X(rmdir)      \
 	X(rename) X(open) X(create) X(read) X(write) X(flush) X(lseek) X(release)         \
 	X(fsync) X(opendir) X(readdir) X(readdirplus) X(releasedir) X(fsyncdir) \
-	X(statfs) X(access)
+	X(statfs) X(access) X(setxattr) X(getxattr) X(listxattr) X(removexattr)
 
 #define OP_ENUM(op) OP_##op,
 #define OP_NAME(op) #op,
@@ -641,6 +695,12 @@ TIMED(fsyncdir, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
       (req, ino, datasync, fi))
 TIMED(statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
 TIMED(access, (fuse_req_t req, fuse_ino_t ino, int mask), (req, ino, mask))
+TIMED(setxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		 size_t size, int flags), (req, ino, name, value, size, flags))
+TIMED(getxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
+      (req, ino, name, size))
+TIMED(listxattr, (fuse_req_t req, fuse_ino_t ino, size_t size), (req, ino, size))
+TIMED(removexattr, (fuse_req_t req, fuse_ino_t ino, const char *name), (req, ino, name))
 
 void mfs_fuse_attr_changed(void *arg, uint64_t ino)
 {
@@ -653,8 +713,49 @@ void mfs_fuse_attr_changed(void *arg, uint64_t ino)
 			  strerror(-err));
 }
 
+static bool kernel_checks;
+
+void mfs_fuse_kernel_checks(bool on)
+{
+	kernel_checks = on;
+}
+
+/*
+ * POSIX ACLs.  The core keeps them, enforces them in every permission
+ * check, applies a parent's default ACL to new inodes and keeps the mode
+ * and the access ACL in step (chmod, setfacl).  What the kernel does on
+ * this side depends on FUSE_CAP_POSIX_ACL, asked for only when the kernel
+ * checks permissions itself (-o default_permissions):
+ *
+ * - Without it, the kernel (on the host, as here) passes the
+ *   system.posix_acl_* xattrs through to us in user space's xattr form,
+ *   caches no ACL and never consults one: its own checks, if it made any,
+ *   would go by the mode alone and refuse named users and groups the
+ *   ACL lets in.  So without default_permissions the core decides alone;
+ *   an ACL change that changes the mode tells the kernel to drop the
+ *   attributes it caches (mfs_set_attr_changed).
+ * - With it, the kernel reads the ACLs through getxattr, caches them
+ *   (dropping them on its own setxattr, removexattr and chmod, the only
+ *   ways they change) and checks them in generic_permission the way the
+ *   core does, so both come to the same answer.
+ *
+ * Either way the kernel must leave the umask to us (FUSE_CAP_DONT_MASK):
+ * under a directory with a default ACL the new inode's mode is masked by
+ * that ACL instead of the umask, and only the core knows the ACL.
+ */
+static void want_acls(struct fuse_conn_info *conn)
+{
+	if (conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
+	if (kernel_checks && (conn->capable & FUSE_CAP_POSIX_ACL))
+		conn->want |= FUSE_CAP_POSIX_ACL;
+	else
+		conn->want &= ~FUSE_CAP_POSIX_ACL;
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
+	want_acls(conn);
 	mfs_stats_set_source(userdata, format_requests, NULL);
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
@@ -698,4 +799,8 @@ const struct fuse_lowlevel_ops mfs_fuse_ops = {
 	.fsyncdir = timed_fsyncdir,
 	.statfs = timed_statfs,
 	.access = timed_access,
+	.setxattr = timed_setxattr,
+	.getxattr = timed_getxattr,
+	.listxattr = timed_listxattr,
+	.removexattr = timed_removexattr,
 };

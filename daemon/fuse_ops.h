@@ -12,6 +12,10 @@
 
 extern const struct fuse_lowlevel_ops mfs_fuse_ops;
 
+/* The kernel checks permissions (-o default_permissions): it is then
+ * told about POSIX ACLs (FUSE_CAP_POSIX_ACL).  Before the session starts. */
+void mfs_fuse_kernel_checks(bool on);
+
 /* mfs_attr_changed_fn for a session (@arg): the kernel drops its cached
  * attributes of the inode. */
 void mfs_fuse_attr_changed(void *arg, uint64_t ino);

@@ -119,6 +119,8 @@ static int opt_flag(struct args *a, const char *opt)
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (!strcmp(opt, flags[i].name))
 			mnt_flag(a, flags[i].flag, flags[i].set);
+	if (!strcmp(opt, "default_permissions"))
+		mfs_fuse_kernel_checks(true);
 	for (int i = 0; kernel[i]; i++)
 		if (!strcmp(opt, kernel[i]))
 			return kopt(a, opt), 0;

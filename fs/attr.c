@@ -43,10 +43,16 @@ int mfs_mode_permission(uint16_t mode, uint32_t uid, uint32_t gid,
 	return ((bits & 7) & (unsigned)mask) == (unsigned)mask ? 0 : -EACCES;
 }
 
+/*
+ * As Linux's generic_permission: the owner gets the owner bits; for anyone
+ * else but root an access ACL decides, unless the group bits (its mask)
+ * are all clear; without one the group or other bits do.
+ */
 int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
 {
 	uint16_t mode;
 	uint32_t uid, gid;
+	int err;
 
 	if (!cr || !mask)
 		return 0;
@@ -55,6 +61,11 @@ int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
 	uid = le32toh(n->raw.i_uid);
 	gid = le32toh(n->raw.i_gid);
 	pthread_mutex_unlock(&n->lock);
+	if (cr->uid && cr->uid != uid && (mode & S_IRWXG)) {
+		err = mfs_acl_check(n, cr, mask);
+		if (err != -EAGAIN)
+			return err;
+	}
 	return mfs_mode_permission(mode, uid, gid, cr, mask);
 }
 
@@ -344,7 +355,8 @@ static int setattr_apply(struct mfs_node *n, const struct mfs_cred *cr,
 {
 	struct jnl_handle h;
 	bool data = sa->valid & (MFS_SET_MODE | MFS_SET_UID | MFS_SET_GID);
-	int err = mfs_jstart(n->fs, MFS_CR_INODE, &h);
+	bool chmod = sa->valid & MFS_SET_MODE;
+	int err = mfs_jstart(n->fs, MFS_CR_INODE + (chmod ? MFS_XATTR_CREDITS : 0), &h);
 
 	if (err)
 		return err;
@@ -353,6 +365,9 @@ static int setattr_apply(struct mfs_node *n, const struct mfs_cred *cr,
 	apply_times(n, sa);
 	pthread_mutex_unlock(&n->lock);
 	err = mfs_inode_write(n, &h, data);
+	/* The access ACL keeps saying what the mode says (posix_acl_chmod). */
+	if (!err && chmod)
+		err = mfs_acl_chmod_node(n, &h);
 	return mfs_jstop(n->fs, &h, err);
 }
 

@@ -196,6 +196,7 @@ static void node_free(struct mfs_node *n)
 	if (n->map)
 		pc_mapping_destroy(n->map);
 	mfs_dirhash_free(n);
+	free(n->acl);
 	pthread_rwlock_destroy(&n->rwsem);
 	pthread_rwlock_destroy(&n->map_lock);
 	pthread_mutex_destroy(&n->lock);
@@ -344,12 +345,14 @@ static int free_unlinked(struct mfs_node *n)
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->orphan_lock);
-	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS + 4, &h);
+	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS + 6, &h);
 	if (err) {
 		pthread_mutex_unlock(&fs->orphan_lock);
 		return err;
 	}
 	err = mfs_orphan_del(n, &h);
+	if (!err)
+		err = mfs_xattr_drop_block(n, &h);
 	mfs_now(&now);
 	pthread_mutex_lock(&n->lock);
 	n->raw.i_dtime = htole64(now.tv_sec);

@@ -354,6 +354,32 @@ int mfs_rename(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 /* The target into @buf (not terminated); returns its length. */
 ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size);
 
+/* ---- extended attributes ---- */
+
+/*
+ * The name spaces user., trusted. (root's: others neither see nor change
+ * them), security. (root changes them), and the POSIX ACLs
+ * system.posix_acl_access and system.posix_acl_default in the xattr form
+ * of <linux/posix_acl_xattr.h>; other names are -EOPNOTSUPP.  A value
+ * goes into the inode when it fits, else into the inode's one xattr
+ * block: -ENOSPC when neither can hold it, -E2BIG above 64 KiB.
+ */
+/* setxattr(2); @flags 0, XATTR_CREATE or XATTR_REPLACE. */
+int mfs_setxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		 const char *name, const void *value, size_t size, int flags);
+/* getxattr(2) into @buf; @size 0 asks only for the length. */
+ssize_t mfs_getxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		     const char *name, void *buf, size_t size);
+/* listxattr(2): NUL-terminated names the caller may see. */
+ssize_t mfs_listxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		      char *buf, size_t size);
+int mfs_removexattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		    const char *name);
+/* Check xattr block @blk as read: checksum, header and entries; 0 or
+ * -EUCLEAN with the reason in @why. */
+int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
+			  const void *block, char *why, size_t whylen);
+
 /* ---- open files ---- */
 
 struct mfs_file;

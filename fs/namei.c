@@ -75,8 +75,11 @@ int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 
 /* ---- creating ------------------------------------------------------------ */
 
+/* The parent's default ACL, when it has one, masks the mode instead of
+ * the umask (@inh). */
 static void new_raw(struct mfs_fs *fs, struct mfs_node *dir, const struct mfs_cred *cr,
-		    const struct newinode *ni, struct mfs_inode *raw)
+		    const struct newinode *ni, const struct mfs_acl_inherit *inh,
+		    struct mfs_inode *raw)
 {
 	uint16_t dmode = node_mode(dir);
 	mode_t mode = ni->mode;
@@ -84,7 +87,9 @@ static void new_raw(struct mfs_fs *fs, struct mfs_node *dir, const struct mfs_cr
 
 	memset(raw, 0, sizeof(*raw));
 	mfs_now(&now);
-	if (!S_ISLNK(mode) && cr)
+	if (inh->dflt)
+		mode = inh->mode;
+	else if (!S_ISLNK(mode) && cr)
 		mode = (mode & S_IFMT) | (mode & 07777 & ~cr->umask);
 	raw->i_uid = htole32(cr ? cr->uid : 0);
 	raw->i_gid = htole32(cr ? cr->gid : 0);
@@ -163,24 +168,27 @@ static int parent_update(struct mfs_node *dir, struct jnl_handle *h, int dlinks)
 
 static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		     const char *name, size_t len, const struct newinode *ni,
-		     struct mfs_node **out)
+		     const struct mfs_acl_inherit *inh, struct mfs_node **out)
 {
 	struct mfs_fs *fs = dir->fs;
 	struct mfs_inode raw;
 	struct jnl_handle h;
 	uint32_t ino;
 	bool is_dir = S_ISDIR(ni->mode), named = false;
-	int err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 12, &h);
+	int err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 12 +
+			     (inh->dflt ? 2 * MFS_XATTR_CREDITS : 0), &h);
 
 	if (err)
 		return err;
 	err = mfs_alloc_inode(fs, &h, dir->ino, is_dir, &ino);
 	if (!err) {
-		new_raw(fs, dir, cr, ni, &raw);
+		new_raw(fs, dir, cr, ni, inh, &raw);
 		err = mfs_inew(fs, ino, &raw, out);
 	}
 	if (!err)
 		err = fill_new(*out, dir, &h, ni);
+	if (!err)
+		err = mfs_acl_inherit_apply(*out, &h, inh);
 	if (!err)
 		err = mfs_inode_write(*out, &h, true);
 	if (!err)
@@ -235,19 +243,27 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 {
 	struct mfs_fs *fs = dir->fs;
 	uint64_t blocks = create_blocks(fs, ni), since = mfs_blocks_allocated();
+	struct mfs_acl_inherit inh;
 	int err = create_checks(dir, cr, name, len, ni);
 
 	if (!err)
-		err = mfs_reserve_inode(fs);
+		err = mfs_acl_inherit_prepare(dir, (uint16_t)ni->mode, &inh);
 	if (err)
 		return err;
-	err = mfs_reserve_blocks(fs, cr, blocks);
+	blocks += inh.dflt ? 1 : 0;          /* the ACLs may need a block */
+	err = mfs_reserve_inode(fs);
+	if (!err) {
+		err = mfs_reserve_blocks(fs, cr, blocks);
+		if (err)
+			mfs_unreserve_inode(fs);
+	}
 	if (err) {
-		mfs_unreserve_inode(fs);
+		mfs_acl_inherit_free(&inh);
 		return err;
 	}
 	*out = NULL;
-	err = create_in(dir, cr, name, len, ni, out);
+	err = create_in(dir, cr, name, len, ni, &inh, out);
+	mfs_acl_inherit_free(&inh);
 	if (!*out)
 		mfs_unreserve_inode(fs);
 	mfs_reserve_end(fs, blocks, since);

@@ -1,0 +1,610 @@
+/*
+ * xattr.c - extended attributes: the entries of an inode's in-inode area
+ * and of its one xattr block (docs/FORMAT.md, "Extended attributes"),
+ * and the calls getxattr(2), setxattr(2), listxattr(2) and removexattr(2)
+ * with the name spaces and permission rules Linux applies.
+ *
+ * A change works on copies of both areas: the old entry goes, the new one
+ * goes to the inode when it fits there and to the block otherwise, and
+ * only when all of that worked is anything written (so ENOSPC and the
+ * other refusals change nothing).  The block is allocated for its first
+ * entry and freed with its last, under the change's handle.
+ */
+#include "mfs_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define XA_NAME_MAX 255u             /* Linux's XATTR_NAME_MAX */
+#define XA_SIZE_MAX 65536u           /* Linux's XATTR_SIZE_MAX */
+#define XA_HDR 16u                   /* block header */
+#define XA_ENTRY_HDR 4u
+
+static uint32_t entry_len(uint32_t name_len, uint32_t value_size)
+{
+	return (XA_ENTRY_HDR + name_len + value_size + 3u) & ~3u;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
+/* Bytes a block holds for entries: after the header, before the checksum. */
+static uint32_t block_room(uint32_t bs)
+{
+	return bs - XA_HDR - 4;
+}
+
+static bool known_index(unsigned index)
+{
+	return index == MFS_XATTR_INDEX_USER || index == MFS_XATTR_INDEX_TRUSTED ||
+	       index == MFS_XATTR_INDEX_SECURITY || index == MFS_XATTR_INDEX_ACL_ACCESS ||
+	       index == MFS_XATTR_INDEX_ACL_DEFAULT;
+}
+
+static bool is_acl(unsigned index)
+{
+	return index == MFS_XATTR_INDEX_ACL_ACCESS || index == MFS_XATTR_INDEX_ACL_DEFAULT;
+}
+
+/*
+ * The bytes the entries of an area of @size bytes take: they end at an
+ * entry whose index is 0 or at the end of the area.  -EUCLEAN with the
+ * reason in @why for an entry that leaves the area or is not one.
+ */
+static int area_used(const uint8_t *p, uint32_t size, uint32_t *used,
+		     char *why, size_t whylen)
+{
+	uint32_t off = 0;
+
+	while (off + XA_ENTRY_HDR <= size && p[off]) {
+		uint32_t len = entry_len(p[off + 1], get16(p + off + 2));
+
+		if (!known_index(p[off]) || (!is_acl(p[off]) && !p[off + 1]) ||
+		    (is_acl(p[off]) && p[off + 1])) {
+			snprintf(why, whylen, "entry at byte %" PRIu32 " has a bad name",
+				 off);
+			return -EUCLEAN;
+		}
+		if (len > size - off) {
+			snprintf(why, whylen, "entry at byte %" PRIu32 " runs past the "
+				 "end", off);
+			return -EUCLEAN;
+		}
+		off += len;
+	}
+	*used = off;
+	return 0;
+}
+
+int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
+			  const void *block, char *why, size_t whylen)
+{
+	const struct mfs_xattr_header *hd = block;
+	uint32_t bs = mfs_block_size(sb), used = 0;
+	const uint8_t *p = (const uint8_t *)block + XA_HDR;
+
+	if (!mfs_block_csum_ok(sb, MFS_CSUM_XATTR, blk, block)) {
+		snprintf(why, whylen, "xattr block %" PRIu64 ": checksum mismatch", blk);
+		return -EUCLEAN;
+	}
+	if (le32toh(hd->h_magic) != MFS_XATTR_BLOCK_MAGIC || le32toh(hd->h_refcount) != 1 ||
+	    le32toh(hd->h_used) > block_room(bs)) {
+		snprintf(why, whylen, "xattr block %" PRIu64 ": bad header", blk);
+		return -EUCLEAN;
+	}
+	if (area_used(p, le32toh(hd->h_used), &used, why, whylen) ||
+	    used != le32toh(hd->h_used) || !used) {
+		if (used == le32toh(hd->h_used))
+			snprintf(why, whylen, "xattr block %" PRIu64 ": no entries", blk);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* ---- the two areas, copied ------------------------------------------------- */
+
+struct xa_state {
+	uint8_t in[MFS_INODE_XATTR_SIZE];
+	uint32_t in_used;
+	uint8_t *blk;                /* the block's entries (block_room bytes) */
+	uint32_t blk_used;
+	uint64_t blkno;              /* 0: none yet */
+};
+
+/* Copy block @blkno's entries, checked, into @st->blk. */
+static int load_block(struct mfs_node *n, struct xa_state *st)
+{
+	struct mfs_fs *fs = n->fs;
+	struct pc_page *pg;
+	char why[160];
+	int err;
+
+	if (st->blkno < le32toh(fs->sb.s_first_data_block) || st->blkno >= fs->nblocks)
+		return mfs_error(fs, "inode %" PRIu32 ": xattr block %" PRIu64
+				 " is outside the filesystem", n->ino, st->blkno);
+	err = mfs_meta_read(fs, st->blkno, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	err = mfs_xattr_block_check(&fs->sb, st->blkno, pg->data, why, sizeof(why));
+	if (!err) {
+		st->blk_used = le32toh(((struct mfs_xattr_header *)pg->data)->h_used);
+		memcpy(st->blk, (uint8_t *)pg->data + XA_HDR, block_room(fs->bs));
+	}
+	pc_unlock_page(pg);
+	pc_put_page(pg);
+	if (err)
+		return mfs_error(fs, "inode %" PRIu32 ": %s", n->ino, why);
+	return 0;
+}
+
+static void state_free(struct xa_state *st)
+{
+	free(st->blk);
+	st->blk = NULL;
+}
+
+static int state_load(struct mfs_node *n, struct xa_state *st)
+{
+	char why[128];
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	st->blk = calloc(1, n->fs->bs);
+	if (!st->blk)
+		return -ENOMEM;
+	pthread_mutex_lock(&n->lock);
+	memcpy(st->in, n->raw.i_xattr, sizeof(st->in));
+	st->blkno = le32toh(n->raw.i_xattr_block);
+	pthread_mutex_unlock(&n->lock);
+	err = area_used(st->in, sizeof(st->in), &st->in_used, why, sizeof(why));
+	if (err)
+		err = mfs_error(n->fs, "inode %" PRIu32 ": in-inode xattrs: %s", n->ino, why);
+	if (!err && st->blkno)
+		err = load_block(n, st);
+	if (err)
+		state_free(st);
+	return err;
+}
+
+/* Offset of the entry named @nm among @used bytes of entries, or -1. */
+static int64_t find(const uint8_t *p, uint32_t used, const struct mfs_xname *nm)
+{
+	uint32_t off = 0;
+
+	while (off < used) {
+		if (p[off] == nm->index && p[off + 1] == nm->len &&
+		    !memcmp(p + off + XA_ENTRY_HDR, nm->name, nm->len))
+			return off;
+		off += entry_len(p[off + 1], get16(p + off + 2));
+	}
+	return -1;
+}
+
+static void drop_entry(uint8_t *p, uint32_t *used, uint32_t off, uint32_t room)
+{
+	uint32_t len = entry_len(p[off + 1], get16(p + off + 2));
+
+	memmove(p + off, p + off + len, *used - off - len);
+	*used -= len;
+	memset(p + *used, 0, room - *used);
+}
+
+/* Append the entry if it fits in @room; false if not. */
+static bool add_entry(uint8_t *p, uint32_t *used, uint32_t room,
+		      const struct mfs_xname *nm, const void *value, size_t size)
+{
+	uint32_t len = entry_len((uint32_t)nm->len, (uint32_t)size);
+	uint16_t vs = htole16((uint16_t)size);
+
+	if (len > room - *used)
+		return false;
+	p[*used] = (uint8_t)nm->index;
+	p[*used + 1] = (uint8_t)nm->len;
+	memcpy(p + *used + 2, &vs, 2);
+	memcpy(p + *used + XA_ENTRY_HDR, nm->name, nm->len);
+	if (size)
+		memcpy(p + *used + XA_ENTRY_HDR + nm->len, value, size);
+	*used += len;
+	return true;
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+
+static ssize_t copy_value(const uint8_t *e, void *buf, size_t size)
+{
+	uint16_t vs = get16(e + 2);
+
+	if (size && size < vs)
+		return -ERANGE;
+	if (size && vs)
+		memcpy(buf, e + XA_ENTRY_HDR + e[1], vs);
+	return vs;
+}
+
+ssize_t mfs_xattr_get(struct mfs_node *n, const struct mfs_xname *nm, void *buf,
+		      size_t size)
+{
+	struct xa_state st;
+	int64_t off;
+	ssize_t ret = -ENODATA;
+	int err = state_load(n, &st);
+
+	if (err)
+		return err;
+	off = find(st.in, st.in_used, nm);
+	if (off >= 0)
+		ret = copy_value(st.in + off, buf, size);
+	else if ((off = find(st.blk, st.blk_used, nm)) >= 0)
+		ret = copy_value(st.blk + off, buf, size);
+	state_free(&st);
+	return ret;
+}
+
+bool mfs_xattr_needs_block(struct mfs_node *n)
+{
+	bool none;
+
+	pthread_mutex_lock(&n->lock);
+	none = !n->raw.i_xattr_block;
+	pthread_mutex_unlock(&n->lock);
+	return none;
+}
+
+/* ---- writing ------------------------------------------------------------------- */
+
+/* The block as @st has it: freed when empty, allocated when new. */
+static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state *st)
+{
+	struct mfs_fs *fs = n->fs;
+	uint64_t old = st->blkno;
+	struct mfs_xattr_header *hd;
+	struct pc_page *pg;
+	int err;
+
+	if (!st->blk_used) {
+		st->blkno = 0;
+		return old ? mfs_free_blocks(fs, h, old, 1, true) : 0;
+	}
+	if (!old) {
+		err = mfs_alloc_block(fs, h, n->goal ? n->goal : 0, &st->blkno);
+		if (err)
+			return err;
+	}
+	err = mfs_meta_access(fs, h, st->blkno, !old, &pg);
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	hd = pg->data;
+	memset(hd, 0, XA_HDR);
+	hd->h_magic = htole32(MFS_XATTR_BLOCK_MAGIC);
+	hd->h_refcount = htole32(1);
+	hd->h_used = htole32(st->blk_used);
+	memcpy((uint8_t *)pg->data + XA_HDR, st->blk, block_room(fs->bs));
+	mfs_block_set_csum(&fs->sb, MFS_CSUM_XATTR, st->blkno, pg->data);
+	pc_unlock_page(pg);
+	err = mfs_meta_dirty(fs, h, st->blkno, pg);
+	pc_put_page(pg);
+	return err;
+}
+
+static int store(struct mfs_node *n, struct jnl_handle *h, struct xa_state *st,
+		 bool block_changed)
+{
+	uint64_t old = st->blkno;
+	int64_t delta;
+	int err = block_changed ? store_block(n, h, st) : 0;
+
+	if (err)
+		return err;
+	delta = (st->blkno != 0) - (old != 0);
+	pthread_mutex_lock(&n->lock);
+	memcpy(n->raw.i_xattr, st->in, sizeof(st->in));
+	n->raw.i_xattr_block = htole32((uint32_t)st->blkno);
+	n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) + delta * (n->fs->bs / 512));
+	mfs_node_touch(n, false, true);
+	mfs_acl_forget_locked(n);
+	pthread_mutex_unlock(&n->lock);
+	return mfs_inode_write(n, h, true);
+}
+
+int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
+		  const struct mfs_xname *nm, const void *value, size_t size,
+		  int flags)
+{
+	uint32_t room = block_room(n->fs->bs);
+	struct xa_state st;
+	int64_t in_off, blk_off;
+	bool blk_changed = false;
+	int err = state_load(n, &st);
+
+	if (err)
+		return err;
+	in_off = find(st.in, st.in_used, nm);
+	blk_off = in_off < 0 ? find(st.blk, st.blk_used, nm) : -1;
+	if ((flags & XATTR_CREATE) && (in_off >= 0 || blk_off >= 0))
+		err = -EEXIST;
+	else if (((flags & XATTR_REPLACE) || !value) && in_off < 0 && blk_off < 0)
+		err = -ENODATA;
+	if (err)
+		goto out;
+	if (in_off >= 0)
+		drop_entry(st.in, &st.in_used, (uint32_t)in_off, sizeof(st.in));
+	if (blk_off >= 0) {
+		drop_entry(st.blk, &st.blk_used, (uint32_t)blk_off, room);
+		blk_changed = true;
+	}
+	if (value && !add_entry(st.in, &st.in_used, sizeof(st.in), nm, value, size)) {
+		if (!add_entry(st.blk, &st.blk_used, room, nm, value, size)) {
+			err = -ENOSPC;
+			goto out;
+		}
+		blk_changed = true;
+	}
+	err = store(n, h, &st, blk_changed);
+out:
+	state_free(&st);
+	return err;
+}
+
+int mfs_xattr_drop_block(struct mfs_node *n, struct jnl_handle *h)
+{
+	uint64_t blk;
+	int err;
+
+	pthread_mutex_lock(&n->lock);
+	blk = le32toh(n->raw.i_xattr_block);
+	pthread_mutex_unlock(&n->lock);
+	if (!blk)
+		return 0;
+	if (blk < le32toh(n->fs->sb.s_first_data_block) || blk >= n->fs->nblocks)
+		return mfs_error(n->fs, "inode %" PRIu32 ": xattr block %" PRIu64
+				 " is outside the filesystem", n->ino, blk);
+	err = mfs_free_blocks(n->fs, h, blk, 1, true);
+	if (err)
+		return err;
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_xattr_block = 0;
+	n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) - n->fs->bs / 512);
+	mfs_acl_forget_locked(n);
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
+/* ---- names and permissions ------------------------------------------------------ */
+
+static const struct {
+	const char *prefix;
+	int index;
+	bool whole;                  /* the prefix is the whole name */
+} prefixes[] = {
+	{ "user.", MFS_XATTR_INDEX_USER, false },
+	{ "trusted.", MFS_XATTR_INDEX_TRUSTED, false },
+	{ "security.", MFS_XATTR_INDEX_SECURITY, false },
+	{ "system.posix_acl_access", MFS_XATTR_INDEX_ACL_ACCESS, true },
+	{ "system.posix_acl_default", MFS_XATTR_INDEX_ACL_DEFAULT, true },
+};
+
+static int parse_name(const char *full, struct mfs_xname *nm)
+{
+	size_t len = strlen(full);
+
+	if (len > XA_NAME_MAX)
+		return -ERANGE;
+	if (!len)
+		return -ERANGE;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i].prefix);
+
+		if (prefixes[i].whole ? strcmp(full, prefixes[i].prefix) :
+		    strncmp(full, prefixes[i].prefix, pl))
+			continue;
+		nm->index = prefixes[i].index;
+		nm->name = full + (prefixes[i].whole ? len : pl);
+		nm->len = prefixes[i].whole ? 0 : len - pl;
+		return !prefixes[i].whole && !nm->len ? -EINVAL : 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+static bool is_root(const struct mfs_cred *cr)
+{
+	return !cr || cr->uid == 0;
+}
+
+/*
+ * Linux's xattr_permission: trusted.* is root's (others get EPERM for a
+ * change and see nothing); user.* is for files and directories only, and
+ * follows the file's permissions and a sticky directory's rule;
+ * security.* takes root to change (the capability module's rule);
+ * ACLs are anybody's to read and their owner's to change.
+ */
+static int may_xattr(struct mfs_node *n, const struct mfs_cred *cr,
+		     const struct mfs_xname *nm, bool write)
+{
+	uint16_t mode = node_mode(n);
+
+	if (write && (le32toh(n->raw.i_flags) & (MFS_IMMUTABLE_FL | MFS_APPEND_FL)))
+		return -EPERM;
+	switch (nm->index) {
+	case MFS_XATTR_INDEX_TRUSTED:
+		return is_root(cr) ? 0 : write ? -EPERM : -ENODATA;
+	case MFS_XATTR_INDEX_SECURITY:
+		return !write || is_root(cr) ? 0 : -EPERM;
+	case MFS_XATTR_INDEX_USER:
+		if (!S_ISREG(mode) && !S_ISDIR(mode))
+			return write ? -EPERM : -ENODATA;
+		if (write && S_ISDIR(mode) && (mode & S_ISVTX) && !is_root(cr) &&
+		    cr->uid != le32toh(n->raw.i_uid))
+			return -EPERM;
+		return mfs_permission(n, cr, write ? W_OK : R_OK);
+	default:
+		return 0;
+	}
+}
+
+/* ---- the calls --------------------------------------------------------------------- */
+
+static int get_node(struct mfs_fs *fs, uint64_t ino, const char *name,
+		    struct mfs_xname *nm, struct mfs_node **n)
+{
+	int err = parse_name(name, nm);
+
+	if (!err)
+		err = mfs_iget(fs, ino, n);
+	return err;
+}
+
+/* rwsem held for writing. */
+static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
+		      const struct mfs_xname *nm, const void *value, size_t size,
+		      int flags)
+{
+	uint64_t since = mfs_blocks_allocated(), reserved = 0;
+	struct jnl_handle h;
+	int err = may_xattr(n, cr, nm, true);
+
+	if (err)
+		return err;
+	if (is_acl(nm->index))
+		return mfs_acl_set(n, cr, nm->index, value, size);
+	if (value && mfs_xattr_needs_block(n)) {
+		err = mfs_reserve_blocks(n->fs, cr, 1);
+		if (err)
+			return err;
+		reserved = 1;
+	}
+	err = mfs_jstart(n->fs, MFS_XATTR_CREDITS, &h);
+	if (!err) {
+		err = mfs_xattr_set(n, &h, nm, value, size, flags);
+		err = mfs_jstop(n->fs, &h, err);
+	}
+	mfs_reserve_end(n->fs, reserved, since);
+	return err;
+}
+
+static int change(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		  const char *name, const void *value, size_t size, int flags)
+{
+	struct mfs_xname nm;
+	struct mfs_node *n;
+	int err;
+
+	if (mfs_ctl_ino(ino))
+		return -EPERM;
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return -EINVAL;
+	if (value && size > XA_SIZE_MAX)
+		return -E2BIG;
+	err = mfs_check_rw(fs);
+	if (!err)
+		err = get_node(fs, ino, name, &nm, &n);
+	if (err)
+		return err;
+	pthread_rwlock_wrlock(&n->rwsem);
+	err = set_locked(n, cr, &nm, value, size, flags);
+	pthread_rwlock_unlock(&n->rwsem);
+	mfs_iput(n);
+	return err;
+}
+
+int mfs_setxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		 const char *name, const void *value, size_t size, int flags)
+{
+	return change(fs, cr, ino, name, value ? value : "", size, flags);
+}
+
+int mfs_removexattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		    const char *name)
+{
+	return change(fs, cr, ino, name, NULL, 0, XATTR_REPLACE);
+}
+
+ssize_t mfs_getxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		     const char *name, void *buf, size_t size)
+{
+	struct mfs_xname nm;
+	struct mfs_node *n;
+	ssize_t ret;
+	int err;
+
+	if (mfs_ctl_ino(ino))
+		return parse_name(name, &nm) ? parse_name(name, &nm) : -ENODATA;
+	err = get_node(fs, ino, name, &nm, &n);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&n->rwsem);
+	ret = may_xattr(n, cr, &nm, false);
+	if (!ret && is_acl(nm.index))
+		ret = S_ISLNK(node_mode(n)) ? -EOPNOTSUPP : mfs_acl_get(n, nm.index, buf, size);
+	else if (!ret)
+		ret = mfs_xattr_get(n, &nm, buf, size);
+	pthread_rwlock_unlock(&n->rwsem);
+	mfs_iput(n);
+	return ret;
+}
+
+/* ---- listing ----------------------------------------------------------------------- */
+
+struct xa_list {
+	char *buf;
+	size_t size, len;
+	bool root;
+};
+
+static void list_area(struct xa_list *l, const uint8_t *p, uint32_t used)
+{
+	for (uint32_t off = 0; off < used; off += entry_len(p[off + 1], get16(p + off + 2))) {
+		const char *prefix = NULL;
+		size_t pl, nl = p[off + 1];
+
+		for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+			if (prefixes[i].index == p[off])
+				prefix = prefixes[i].prefix;
+		if (p[off] == MFS_XATTR_INDEX_TRUSTED && !l->root)
+			continue;
+		pl = strlen(prefix);
+		if (l->buf && l->len + pl + nl + 1 <= l->size) {
+			memcpy(l->buf + l->len, prefix, pl);
+			memcpy(l->buf + l->len + pl, p + off + XA_ENTRY_HDR, nl);
+			l->buf[l->len + pl + nl] = '\0';
+		}
+		l->len += pl + nl + 1;
+	}
+}
+
+ssize_t mfs_listxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		      char *buf, size_t size)
+{
+	struct xa_list l = { size ? buf : NULL, size, 0, is_root(cr) };
+	struct xa_state st;
+	struct mfs_node *n;
+	int err;
+
+	if (mfs_ctl_ino(ino))
+		return 0;
+	err = mfs_iget(fs, ino, &n);
+	if (err)
+		return err;
+	pthread_rwlock_rdlock(&n->rwsem);
+	err = state_load(n, &st);
+	pthread_rwlock_unlock(&n->rwsem);
+	mfs_iput(n);
+	if (err)
+		return err;
+	list_area(&l, st.in, st.in_used);
+	list_area(&l, st.blk, st.blk_used);
+	state_free(&st);
+	if (size && l.len > size)
+		return -ERANGE;
+	return (ssize_t)l.len;
+}
