@@ -144,6 +144,24 @@ static void check_dir(struct chk *c, uint32_t ino, const struct mfs_inode *in)
 	bdev_free_buf(blk);
 }
 
+/* The xattr block is the inode's too: counted in i_blocks, checked. */
+static void check_xattr_block(struct chk *c, uint32_t ino, const struct mfs_inode *in)
+{
+	uint64_t blk = le32toh(in->i_xattr_block);
+	uint8_t *buf;
+	char why[160];
+
+	if (!blk)
+		return;
+	mark(c, blk, "xattr");
+	buf = bdev_alloc_buf(c->raw.bs);
+	t_assert(buf, "no memory");
+	t_ok(mfs_raw_read(&c->raw, blk, buf));
+	t_assert(!mfs_xattr_block_check(&c->raw.sb, blk, buf, why, sizeof(why)),
+		 "inode %" PRIu32 ": %s", ino, why);
+	bdev_free_buf(buf);
+}
+
 static void check_inode(struct chk *c, uint32_t ino, uint64_t *dirs)
 {
 	struct mfs_inode in;
@@ -159,6 +177,7 @@ static void check_inode(struct chk *c, uint32_t ino, uint64_t *dirs)
 	w.indirect = walk_ind;
 	w.ctx = c;
 	t_ok(mfs_bmap_walk(&w, 0, UINT64_MAX));
+	check_xattr_block(c, ino, &in);
 	after = c->nused;
 	t_eq((after - before) * (c->raw.bs / 512), le64toh(in.i_blocks));
 	if (S_ISDIR(le16toh(in.i_mode))) {
