@@ -73,11 +73,13 @@ int mfs_acl_from_xattr(const void *value, size_t size, struct mfs_acl **out)
 	struct mfs_acl *acl;
 
 	*out = NULL;
-	if (!value || size < 4 || (size - 4) % XATTR_ACL_ENTRY)
+	if (!value || size < 4)
 		return -EINVAL;
 	memcpy(&le, p, 4);
 	if (le32toh(le) != XATTR_ACL_VERSION)
 		return -EOPNOTSUPP;
+	if ((size - 4) % XATTR_ACL_ENTRY)
+		return -EINVAL;
 	count = (uint32_t)((size - 4) / XATTR_ACL_ENTRY);
 	if (!count)
 		return 0;
