@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "mfsx.h"
+#include "mfsx_xattr.h"
 
 enum fop {
 	FOP_WRITE,
@@ -39,6 +40,7 @@ enum fop {
 	FOP_APPEND,
 	FOP_OTRUNC,
 	FOP_FADVISE,
+	FOP_XATTR,
 	FOP_NKINDS
 };
 
@@ -54,6 +56,7 @@ const struct mfsx_opkind mfsx_file_kinds[] = {
 	[FOP_APPEND] = { "append", 2 },
 	[FOP_OTRUNC] = { "otrunc", 1 },
 	[FOP_FADVISE] = { "fadvise", 2 },
+	[FOP_XATTR] = { "xattr", 4 },
 };
 const unsigned mfsx_file_nkinds = FOP_NKINDS;
 
@@ -694,6 +697,7 @@ static void run_op(void)
 	case FOP_APPEND:
 	case FOP_OTRUNC: op_reopen(kind, ""); break;
 	case FOP_FADVISE: op_fadvise(); break;
+	case FOP_XATTR: mfsx_xattr_op(F.fd); break;
 	case FOP_NKINDS: break;
 	}
 }
@@ -782,6 +786,8 @@ static void setup(void)
 		mfsx_fail("sigaction: %s", strerror(errno));
 	open_file(O_RDWR | O_CREAT | O_TRUNC);
 	check_size();
+	if (!(mfsx_opt.disabled & (1ULL << FOP_XATTR)))
+		mfsx_xattr_reset(F.fd);
 }
 
 /* Everything reaches the file, a fresh open sees all of it. */
@@ -795,6 +801,8 @@ static void finish(void)
 	open_file(O_RDONLY);
 	check_size();
 	compare_all("final full compare");
+	if (!(mfsx_opt.disabled & (1ULL << FOP_XATTR)))
+		mfsx_xattr_check(F.fd, "final xattr compare");
 	if (close(F.fd) != 0)
 		mfsx_fail("close: %s", strerror(errno));
 	if (!mfsx_opt.keep && unlink(F.path) != 0)
@@ -809,6 +817,9 @@ int mfsx_file_run(void)
 		check_size();
 		if (mfsx_opno % mfsx_opt.check_every == 0)
 			compare_all("periodic full compare");
+		if (mfsx_opno % mfsx_opt.check_every == 0 &&
+		    !(mfsx_opt.disabled & (1ULL << FOP_XATTR)))
+			mfsx_xattr_check(F.fd, "periodic xattr compare");
 	}
 	finish();
 	return 0;
