@@ -382,7 +382,7 @@ static int cmd_super(struct dbg *d)
 /* ---- verify -------------------------------------------------------------- */
 
 struct tally {
-	unsigned long inodes, dir_blocks, indirect;
+	unsigned long inodes, dir_blocks, indirect, xattr;
 };
 
 static int count_indirect(void *arg, uint64_t blk, int depth)
@@ -419,6 +419,30 @@ static int count_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
 	return 0;
 }
 
+/* The inode's xattr block: inside the filesystem, checksum and entries. */
+static int verify_xattr(struct dbg *d, uint32_t ino, const struct mfs_inode *in,
+			struct tally *t)
+{
+	uint64_t blk = le32toh(in->i_xattr_block);
+	char why[160];
+	int err;
+
+	if (!blk)
+		return 0;
+	if (blk >= le64toh(d->raw.sb.s_blocks_count)) {
+		snprintf(d->raw.why, sizeof(d->raw.why), "inode %" PRIu32 ": xattr block %"
+			 PRIu64 " is outside the filesystem", ino, blk);
+		return -EUCLEAN;
+	}
+	err = mfs_raw_read(&d->raw, blk, d->blk);
+	if (!err)
+		err = mfs_xattr_block_check(&d->raw.sb, blk, d->blk, why, sizeof(why));
+	if (err == -EUCLEAN)
+		snprintf(d->raw.why, sizeof(d->raw.why), "inode %" PRIu32 ": %s", ino, why);
+	t->xattr += !err;
+	return err;
+}
+
 static int verify_inode(struct dbg *d, uint32_t ino, struct tally *t)
 {
 	struct mfs_inode in;
@@ -432,6 +456,8 @@ static int verify_inode(struct dbg *d, uint32_t ino, struct tally *t)
 		return 0;
 	t->inodes++;
 	err = verify_map(d, ino, &in, t);
+	if (!err)
+		err = verify_xattr(d, ino, &in, t);
 	if (!err && S_ISDIR(mode))
 		err = walk_dir(d, ino, count_dirent, NULL, &t->dir_blocks);
 	return err;
@@ -487,8 +513,8 @@ static int cmd_verify(struct dbg *d)
 	fclose(d->out);
 	d->out = stdout;
 	printf("groups: %" PRIu32 "\ninodes: %lu\ndirectory blocks: %lu\n"
-	       "indirect blocks: %lu\nproblems: %lu\n", groups, t.inodes,
-	       t.dir_blocks, t.indirect, d->problems);
+	       "indirect blocks: %lu\nxattr blocks: %lu\nproblems: %lu\n", groups,
+	       t.inodes, t.dir_blocks, t.indirect, t.xattr, d->problems);
 	/* Not problems of the image: what its next mount will do. */
 	print_state(d, stdout);
 	return d->problems ? EXIT_DAMAGED : 0;

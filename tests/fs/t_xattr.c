@@ -557,6 +557,47 @@ static void inherit(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: inheritance (%u)\n", bs);
 }
 
+/* The inode flags as chattr(1) sets them, written into the unmounted image. */
+static void set_flags(struct bdev *bd, uint64_t ino, uint32_t flags)
+{
+	const struct mfs_group_desc *gd;
+	struct mfs_raw raw;
+	struct mfs_inode *in;
+	uint32_t off;
+	uint64_t blk;
+
+	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(mfs_raw_gdesc(&raw, (uint32_t)(ino - 1) / le32toh(raw.sb.s_inodes_per_group), &gd));
+	blk = mfs_inode_block(&raw.sb, le32toh(gd->bg_inode_table), (uint32_t)ino, &off);
+	in = (void *)((uint8_t *)bdev_mem_data(bd) + blk * bs + off);
+	in->i_flags = htole32(flags);
+	in->i_checksum = htole32(mfs_inode_csum(&raw.sb, (uint32_t)ino, in));
+	mfs_raw_close(&raw);
+}
+
+/* Immutable and append-only inodes take no xattr change, root's neither. */
+static void flags(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t i = mkfile(fs, &tf_root, MFS_ROOT_INO, "i", 0644);
+	uint64_t a = mkfile(fs, &tf_root, MFS_ROOT_INO, "a", 0644);
+	char buf[8];
+
+	set(fs, i, "user.x", "1");
+	set(fs, a, "user.x", "1");
+	tf_unmount_check(fs, bd);
+	set_flags(bd, i, MFS_IMMUTABLE_FL);
+	set_flags(bd, a, MFS_APPEND_FL);
+	fs = tf_mount(bd);
+	for (uint64_t f = i; f <= a; f++) {
+		t_eq(mfs_setxattr(fs, &tf_root, f, "user.y", "1", 1, 0), -EPERM);
+		t_eq(mfs_removexattr(fs, &tf_root, f, "user.x"), -EPERM);
+		t_eq(set_acl(fs, &tf_root, f, "system.posix_acl_access", A), -EPERM);
+		t_eq(mfs_getxattr(fs, &tf_root, f, "user.x", buf, sizeof(buf)), 1);
+	}
+	tf_unmount_check(fs, bd);
+	printf("ok: immutable and append-only (%u)\n", bs);
+}
+
 static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
 	struct bdev *bd = tf_mkfs(bs, bytes);
@@ -583,6 +624,7 @@ int main(void)
 		each(acl_checks, 16u << 20);
 		each(acl_rules, 16u << 20);
 		each(inherit, 16u << 20);
+		each(flags, 16u << 20);
 	}
 	return 0;
 }
