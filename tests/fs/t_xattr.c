@@ -8,6 +8,8 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -598,6 +600,55 @@ static void flags(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: immutable and append-only (%u)\n", bs);
 }
 
+/* ---- a check while the ACL changes ---------------------------------------------- */
+
+struct race {
+	struct mfs_fs *fs;
+	uint64_t f;
+	atomic_bool stop;
+};
+
+static void *toggle(void *arg)
+{
+	struct race *r = arg;
+
+	for (int i = 0; i < 300; i++) {
+		t_ok(set_acl(r->fs, &c_owner, r->f, "system.posix_acl_access", B));
+		t_ok(mfs_removexattr(r->fs, &c_owner, r->f, "system.posix_acl_access"));
+	}
+	atomic_store(&r->stop, true);
+	return NULL;
+}
+
+/* The cached ACL is never a stale one kept past a change: with the ACL
+ * the named user may write, without it (mode 674: other r--) not, and
+ * once the changes stop the answer is the last one's. */
+static void racing(struct mfs_fs *fs, struct bdev *bd)
+{
+	struct race r = { fs, mkfile(fs, &c_owner, MFS_ROOT_INO, "f", 0644), false };
+	unsigned long yes = 0, no = 0;
+	pthread_t t;
+
+	t_eq(pthread_create(&t, NULL, toggle, &r), 0);
+	while (!atomic_load(&r.stop)) {
+		int err = mfs_access(fs, &c_named, r.f, W_OK);
+		char buf[64];
+		ssize_t len = mfs_getxattr(fs, &tf_root, r.f, "system.posix_acl_access",
+					   buf, sizeof(buf));
+
+		t_assert(err == 0 || err == -EACCES, "access: %d", err);
+		t_assert(len == 44 || len == -ENODATA, "getxattr: %zd", len);
+		err ? no++ : yes++;
+	}
+	t_eq(pthread_join(t, NULL), 0);
+	t_eq(mfs_access(fs, &c_named, r.f, W_OK), -EACCES);
+	t_ok(set_acl(fs, &c_owner, r.f, "system.posix_acl_access", B));
+	t_eq(mfs_access(fs, &c_named, r.f, W_OK), 0);
+	tf_unmount_check(fs, bd);
+	printf("ok: checks while the ACL changes (%lu allowed, %lu refused) (%u)\n", yes,
+	       no, bs);
+}
+
 static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
 	struct bdev *bd = tf_mkfs(bs, bytes);
@@ -625,6 +676,7 @@ int main(void)
 		each(acl_rules, 16u << 20);
 		each(inherit, 16u << 20);
 		each(flags, 16u << 20);
+		each(racing, 16u << 20);
 	}
 	return 0;
 }
