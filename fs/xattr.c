@@ -91,6 +91,7 @@ int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
 	const struct mfs_xattr_header *hd = block;
 	uint32_t bs = mfs_block_size(sb), used = 0;
 	const uint8_t *p = (const uint8_t *)block + XA_HDR;
+	char entry[96];
 
 	if (!mfs_block_csum_ok(sb, MFS_CSUM_XATTR, blk, block)) {
 		snprintf(why, whylen, "xattr block %" PRIu64 ": checksum mismatch", blk);
@@ -101,10 +102,13 @@ int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
 		snprintf(why, whylen, "xattr block %" PRIu64 ": bad header", blk);
 		return -EUCLEAN;
 	}
-	if (area_used(p, le32toh(hd->h_used), &used, why, whylen) ||
-	    used != le32toh(hd->h_used) || !used) {
-		if (used == le32toh(hd->h_used))
-			snprintf(why, whylen, "xattr block %" PRIu64 ": no entries", blk);
+	if (area_used(p, le32toh(hd->h_used), &used, entry, sizeof(entry))) {
+		snprintf(why, whylen, "xattr block %" PRIu64 ": %s", blk, entry);
+		return -EUCLEAN;
+	}
+	if (used != le32toh(hd->h_used) || !used) {
+		snprintf(why, whylen, "xattr block %" PRIu64 ": entries take %" PRIu32
+			 " bytes, the header says %" PRIu32, blk, used, le32toh(hd->h_used));
 		return -EUCLEAN;
 	}
 	return 0;
