@@ -279,6 +279,36 @@ static void freed(struct mfs_fs *fs, struct bdev *bd)
 
 /* ---- damage -------------------------------------------------------------------- */
 
+/* Change inode @ino of the unmounted image with @fn, checksum kept right. */
+static void edit_inode(struct bdev *bd, uint64_t ino, void (*fn)(struct mfs_inode *, uint32_t),
+		       uint32_t arg)
+{
+	const struct mfs_group_desc *gd;
+	struct mfs_raw raw;
+	struct mfs_inode *in;
+	uint32_t off;
+	uint64_t blk;
+
+	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(mfs_raw_gdesc(&raw, (uint32_t)(ino - 1) / le32toh(raw.sb.s_inodes_per_group), &gd));
+	blk = mfs_inode_block(&raw.sb, le32toh(gd->bg_inode_table), (uint32_t)ino, &off);
+	in = (void *)((uint8_t *)bdev_mem_data(bd) + blk * bs + off);
+	fn(in, arg);
+	in->i_checksum = htole32(mfs_inode_csum(&raw.sb, (uint32_t)ino, in));
+	mfs_raw_close(&raw);
+}
+
+/* The inode flags as chattr(1) sets them. */
+static void put_flags(struct mfs_inode *in, uint32_t flags)
+{
+	in->i_flags = htole32(flags);
+}
+
+static void set_flags(struct bdev *bd, uint64_t ino, uint32_t flags)
+{
+	edit_inode(bd, ino, put_flags, flags);
+}
+
 static char logged[4096];
 
 static void sink(enum mlog_level level, const char *line, void *arg)
@@ -287,6 +317,12 @@ static void sink(enum mlog_level level, const char *line, void *arg)
 	(void)arg;
 	strncat(logged, line, sizeof(logged) - strlen(logged) - 2);
 	strcat(logged, "\n");
+}
+
+static void long_entry(struct mfs_inode *in, uint32_t arg)
+{
+	(void)arg;
+	in->i_xattr[1] = 200;           /* the first entry's name length */
 }
 
 static uint64_t xattr_block(struct bdev *bd, uint64_t ino)
@@ -326,8 +362,19 @@ static void damaged(struct mfs_fs *fs, struct bdev *bd)
 	t_assert(strstr(logged, "xattr block") && strstr(logged, "checksum mismatch"),
 		 "the log does not name the block: %s", logged);
 	t_ok(mfs_unmount(fs));
+	/* An in-inode entry running past the 84 bytes. */
+	edit_inode(bd, f, long_entry, 0);
+	fs = tf_mount_opts(bd, &(struct mfs_mount_opts){ .force = true });
+	logged[0] = 0;
+	mlog_set_sink(sink, NULL);
+	t_eq(mfs_getxattr(fs, &tf_root, f, "user.small", buf, sizeof(buf)), -EUCLEAN);
+	t_eq(mfs_listxattr(fs, &tf_root, f, buf, sizeof(buf)), -EUCLEAN);
+	mlog_set_sink(NULL, NULL);
+	t_assert(strstr(logged, "in-inode xattrs") && strstr(logged, "past the end"),
+		 "the log does not say what is wrong: %s", logged);
+	t_ok(mfs_unmount(fs));
 	free(v);
-	printf("ok: damaged block (%u)\n", bs);
+	printf("ok: damaged block and in-inode entries (%u)\n", bs);
 }
 
 /* ---- ACLs ---------------------------------------------------------------------- */
@@ -557,24 +604,6 @@ static void inherit(struct mfs_fs *fs, struct bdev *bd)
 	       "u::rw-,u:1001:rwx,g::r-x,m::r--,o::---");
 	tf_unmount_check(fs, bd);
 	printf("ok: inheritance (%u)\n", bs);
-}
-
-/* The inode flags as chattr(1) sets them, written into the unmounted image. */
-static void set_flags(struct bdev *bd, uint64_t ino, uint32_t flags)
-{
-	const struct mfs_group_desc *gd;
-	struct mfs_raw raw;
-	struct mfs_inode *in;
-	uint32_t off;
-	uint64_t blk;
-
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_gdesc(&raw, (uint32_t)(ino - 1) / le32toh(raw.sb.s_inodes_per_group), &gd));
-	blk = mfs_inode_block(&raw.sb, le32toh(gd->bg_inode_table), (uint32_t)ino, &off);
-	in = (void *)((uint8_t *)bdev_mem_data(bd) + blk * bs + off);
-	in->i_flags = htole32(flags);
-	in->i_checksum = htole32(mfs_inode_csum(&raw.sb, (uint32_t)ino, in));
-	mfs_raw_close(&raw);
 }
 
 /* Immutable and append-only inodes take no xattr change, root's neither. */
