@@ -280,7 +280,7 @@ static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state
 		return old ? mfs_free_blocks(fs, h, old, 1, true) : 0;
 	}
 	if (!old) {
-		err = mfs_alloc_block(fs, h, n->goal ? n->goal : 0, &st->blkno);
+		err = mfs_alloc_block(fs, h, n->goal, &st->blkno);
 		if (err)
 			return err;
 	}
@@ -458,15 +458,6 @@ static int may_xattr(struct mfs_node *n, const struct mfs_cred *cr,
 
 /* ---- the calls --------------------------------------------------------------------- */
 
-static int get_node(struct mfs_fs *fs, uint64_t ino, const char *name,
-		    struct mfs_xname *nm, struct mfs_node **n)
-{
-	int err = parse_name(name, nm);
-
-	if (!err)
-		err = mfs_iget(fs, ino, n);
-	return err;
-}
 
 /* rwsem held for writing. */
 static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
@@ -503,15 +494,18 @@ static int change(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	struct mfs_node *n;
 	int err;
 
-	if (mfs_ctl_ino(ino))
-		return -EPERM;
+	/* In the order setxattr(2) checks. */
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
 		return -EINVAL;
-	if (value && size > XA_SIZE_MAX)
-		return -E2BIG;
-	err = mfs_check_rw(fs);
+	err = parse_name(name, &nm);
+	if (!err && value && size > XA_SIZE_MAX)
+		err = -E2BIG;
+	if (!err && mfs_ctl_ino(ino))
+		err = -EPERM;
 	if (!err)
-		err = get_node(fs, ino, name, &nm, &n);
+		err = mfs_check_rw(fs);
+	if (!err)
+		err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&n->rwsem);
@@ -541,9 +535,11 @@ ssize_t mfs_getxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	ssize_t ret;
 	int err;
 
-	if (mfs_ctl_ino(ino))
-		return parse_name(name, &nm) ? parse_name(name, &nm) : -ENODATA;
-	err = get_node(fs, ino, name, &nm, &n);
+	err = parse_name(name, &nm);
+	if (!err && mfs_ctl_ino(ino))
+		err = -ENODATA;
+	if (!err)
+		err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	pthread_rwlock_rdlock(&n->rwsem);
