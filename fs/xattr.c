@@ -280,7 +280,12 @@ static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state
 		return old ? mfs_free_blocks(fs, h, old, 1, true) : 0;
 	}
 	if (!old) {
-		err = mfs_alloc_block(fs, h, n->goal, &st->blkno);
+		uint64_t goal;
+
+		pthread_mutex_lock(&n->lock);
+		goal = n->goal;
+		pthread_mutex_unlock(&n->lock);
+		err = mfs_alloc_block(fs, h, goal, &st->blkno);
 		if (err)
 			return err;
 	}
