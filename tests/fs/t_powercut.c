@@ -8,7 +8,8 @@
  * hole), truncate down and up (also by O_TRUNC), rename (over existing
  * entries, across directories, directories too, RENAME_EXCHANGE), link,
  * unlink (of open files too: the orphan list), mkdir, rmdir, symlink
- * (fast and slow), chmod, utimens, fsync and fdatasync of files, fsync of
+ * (fast and slow), chmod, utimens, user xattrs set and removed (in the
+ * inode and in a block), fsync and fdatasync of files, fsync of
  * directories, closing open files, now and then syncfs, and at the end
  * unmount.  The model notes what each operation did and which entries of
  * the device's log it spans.
@@ -933,6 +934,37 @@ static bool do_setattr(struct world *w)
 	return true;
 }
 
+/*
+ * An xattr of a file set (in the inode or, when long, in its block) or
+ * removed.  Names and data do not change, so the model does not follow
+ * it; tf_check on every recovered image finds the block whole, owned
+ * once and counted, or freed.
+ */
+static bool do_xattr(struct world *w)
+{
+	static uint8_t value[900];
+	int id = pick(w, live_reg);
+	char name[16];
+	size_t len = chance(50) ? rnd(60) : rnd(sizeof(value));
+	int err;
+
+	if (id < 0)
+		return false;
+	snprintf(name, sizeof(name), "user.x%u", rnd(3));
+	if (chance(30)) {
+		op_begin(w, "removexattr %" PRIu32 " %s", w->n[id].ino, name);
+		err = mfs_removexattr(w->fs, &tf_root, w->n[id].ino, name);
+		t_assert(!err || err == -ENODATA, "removexattr: %d", err);
+	} else {
+		random_bytes(value, len);
+		op_begin(w, "setxattr %" PRIu32 " %s %zu", w->n[id].ino, name, len);
+		err = mfs_setxattr(w->fs, &tf_root, w->n[id].ino, name, value, len, 0);
+		t_assert(!err || err == -ENOSPC, "setxattr: %d", err);
+	}
+	op_end(w);
+	return true;
+}
+
 static bool do_fsync(struct world *w)
 {
 	int id = pick(w, live_reg);
@@ -1005,7 +1037,7 @@ static const struct {
 	{ do_create, 12 }, { do_write, 22 }, { do_truncate, 6 }, { do_rename, 9 },
 	{ do_link, 4 }, { do_unlink, 7 }, { do_mkdir, 4 }, { do_symlink, 4 },
 	{ do_setattr, 5 }, { do_fsync, 11 }, { do_fsync_dir, 4 }, { do_close, 4 },
-	{ do_syncfs, 1 },
+	{ do_syncfs, 1 }, { do_xattr, 4 },
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
