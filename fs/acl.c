@@ -477,14 +477,13 @@ static uint16_t update_mode(struct mfs_node *n, const struct mfs_cred *cr,
 	return mode;
 }
 
-static int acl_set_in(struct mfs_node *n, const struct mfs_cred *cr, int index,
-		      struct mfs_acl *acl, uint16_t mode)
+static int acl_set_in(struct mfs_node *n, int index, struct mfs_acl *acl,
+		      uint16_t mode)
 {
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
 	int err = mfs_jstart(fs, MFS_XATTR_CREDITS, &h);
 
-	(void)cr;
 	if (err)
 		return err;
 	err = acl_store(n, &h, index == MFS_XATTR_INDEX_ACL_ACCESS ? &acl_access_name :
@@ -509,12 +508,16 @@ int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
 
 	if (S_ISLNK(mode))
 		return -EOPNOTSUPP;
-	if (cr && cr->uid && cr->uid != le32toh(n->raw.i_uid))
-		return -EPERM;
+	/* The value is parsed first, as the system call does before it
+	 * looks at the inode. */
 	if (value) {
 		err = mfs_acl_from_xattr(value, size, &acl);
 		if (err)
 			return err;
+	}
+	if (cr && cr->uid && cr->uid != le32toh(n->raw.i_uid)) {
+		free(acl);
+		return -EPERM;
 	}
 	if (index == MFS_XATTR_INDEX_ACL_DEFAULT && !S_ISDIR(mode)) {
 		err = acl ? -EACCES : 0;
@@ -530,7 +533,7 @@ int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
 			return err;
 		}
 	}
-	err = acl_set_in(n, cr, index, acl, newmode);
+	err = acl_set_in(n, index, acl, newmode);
 	mfs_reserve_end(n->fs, reserved, since);
 	free(acl);
 	if (!err && newmode != mode && n->fs->attr_changed_fn)
