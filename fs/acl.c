@@ -441,7 +441,7 @@ ssize_t mfs_acl_get(struct mfs_node *n, int index, void *buf, size_t size)
 
 /* Store @acl (NULL: remove it) under @nm in @h. */
 static int acl_store(struct mfs_node *n, struct jnl_handle *h,
-		     const struct mfs_xname *nm, const struct mfs_acl *acl)
+		     const struct mfs_xname *nm, const struct mfs_acl *acl, int flags)
 {
 	uint8_t *disk = NULL;
 	size_t len = 0;
@@ -454,7 +454,7 @@ static int acl_store(struct mfs_node *n, struct jnl_handle *h,
 			return -ENOMEM;
 		mfs_acl_to_disk(acl, disk);
 	}
-	err = mfs_xattr_set(n, h, nm, disk, len, 0);
+	err = mfs_xattr_set(n, h, nm, disk, len, flags);
 	free(disk);
 	return err == -ENODATA && !acl ? 0 : err;
 }
@@ -478,7 +478,7 @@ static uint16_t update_mode(struct mfs_node *n, const struct mfs_cred *cr,
 }
 
 static int acl_set_in(struct mfs_node *n, int index, struct mfs_acl *acl,
-		      uint16_t mode)
+		      uint16_t mode, int flags)
 {
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
@@ -487,7 +487,7 @@ static int acl_set_in(struct mfs_node *n, int index, struct mfs_acl *acl,
 	if (err)
 		return err;
 	err = acl_store(n, &h, index == MFS_XATTR_INDEX_ACL_ACCESS ? &acl_access_name :
-			&acl_default_name, acl);
+			&acl_default_name, acl, flags);
 	if (!err && mode != node_mode(n)) {
 		pthread_mutex_lock(&n->lock);
 		n->raw.i_mode = htole16(mode);
@@ -526,14 +526,14 @@ int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
 	}
 	newmode = index == MFS_XATTR_INDEX_ACL_ACCESS ? update_mode(n, cr, &acl) : mode;
 	if (acl && mfs_xattr_needs_block(n)) {
-		reserved = 1;
 		err = mfs_reserve_blocks(n->fs, cr, 1);
-		if (err) {
+		if (err && err != -ENOSPC) {
 			free(acl);
 			return err;
 		}
+		reserved = !err;
 	}
-	err = acl_set_in(n, index, acl, newmode);
+	err = acl_set_in(n, index, acl, newmode, reserved ? 0 : MFS_XATTR_NO_BLOCK);
 	mfs_reserve_end(n->fs, reserved, since);
 	free(acl);
 	if (!err && newmode != mode && n->fs->attr_changed_fn)
@@ -552,7 +552,7 @@ int mfs_acl_chmod_node(struct mfs_node *n, struct jnl_handle *h)
 	if (err || !acl)
 		return err;
 	mfs_acl_chmod(acl, node_mode(n));
-	err = acl_store(n, h, &acl_access_name, acl);
+	err = acl_store(n, h, &acl_access_name, acl, 0);
 	free(acl);
 	return err;
 }
@@ -598,9 +598,9 @@ int mfs_acl_inherit_apply(struct mfs_node *n, struct jnl_handle *h,
 	int err = 0;
 
 	if (inh->access)
-		err = acl_store(n, h, &acl_access_name, inh->access);
+		err = acl_store(n, h, &acl_access_name, inh->access, 0);
 	if (!err && inh->dflt && S_ISDIR(node_mode(n)))
-		err = acl_store(n, h, &acl_default_name, inh->dflt);
+		err = acl_store(n, h, &acl_default_name, inh->dflt, 0);
 	return err;
 }
 

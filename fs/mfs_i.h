@@ -510,7 +510,9 @@ ssize_t mfs_xattr_get(struct mfs_node *n, const struct mfs_xname *nm, void *buf,
 		      size_t size);
 /* Set (@value not NULL) or remove under @h, with XATTR_CREATE or
  * XATTR_REPLACE in @flags; a caller that may need a block reserves one
- * first (mfs_xattr_needs_block). */
+ * first (mfs_xattr_needs_block), or, when none can be had, passes
+ * MFS_XATTR_NO_BLOCK: what does not fit in the inode is then -ENOSPC. */
+#define MFS_XATTR_NO_BLOCK 0x100
 int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
 		  const struct mfs_xname *nm, const void *value, size_t size,
 		  int flags);

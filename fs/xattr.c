@@ -353,7 +353,8 @@ int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
 		blk_changed = true;
 	}
 	if (value && !add_entry(st.in, &st.in_used, sizeof(st.in), nm, value, size)) {
-		if (!add_entry(st.blk, &st.blk_used, room, nm, value, size)) {
+		if ((!st.blkno && (flags & MFS_XATTR_NO_BLOCK)) ||
+		    !add_entry(st.blk, &st.blk_used, room, nm, value, size)) {
 			err = -ENOSPC;
 			goto out;
 		}
@@ -477,11 +478,13 @@ static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
 		return err;
 	if (is_acl(nm->index))
 		return mfs_acl_set(n, cr, nm->index, value, size);
+	/* A full filesystem still takes what fits in the inode. */
 	if (value && mfs_xattr_needs_block(n)) {
 		err = mfs_reserve_blocks(n->fs, cr, 1);
-		if (err)
+		if (err && err != -ENOSPC)
 			return err;
-		reserved = 1;
+		reserved = !err;
+		flags |= err ? MFS_XATTR_NO_BLOCK : 0;
 	}
 	err = mfs_jstart(n->fs, MFS_XATTR_CREDITS, &h);
 	if (!err) {

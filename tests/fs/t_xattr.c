@@ -629,6 +629,47 @@ static void flags(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: immutable and append-only (%u)\n", bs);
 }
 
+/* A full filesystem takes what fits in the inode, and no block. */
+static void full(struct mfs_fs *fs, struct bdev *bd)
+{
+	uint64_t f = mkfile(fs, &tf_root, MFS_ROOT_INO, "f", 0644);
+	uint64_t g = mkfile(fs, &tf_root, MFS_ROOT_INO, "filler", 0644);
+	char *v = filled(300, 'f'), *chunk = filled(1 << 16, 'c');
+	struct mfs_file *fh;
+	uint64_t off = 0, spare[64];
+	char name[16];
+	ssize_t n;
+
+	for (int i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		spare[i] = mkfile(fs, &tf_root, MFS_ROOT_INO, name, 0644);
+	}
+	t_ok(mfs_open(fs, &tf_root, g, O_WRONLY, &fh));
+	while ((n = mfs_write(fs, &tf_root, fh, chunk, 1 << 16, off, 0)) > 0)
+		off += (uint64_t)n;
+	t_eq(n, -ENOSPC);
+	t_ok(mfs_release(fs, fh));
+	/* The last few blocks, an xattr block each. */
+	for (int i = 0, err = 0; !err; i++) {
+		t_assert(i < 64, "still room after 64 xattr blocks");
+		err = mfs_setxattr(fs, &tf_root, spare[i], "user.big", v, 300, 0);
+		t_assert(!err || err == -ENOSPC, "setxattr: %d", err);
+	}
+	t_eq(free_blocks(fs), 0);
+	t_eq(mfs_setxattr(fs, &tf_root, f, "user.big", v, 300, 0), -ENOSPC);
+	set(fs, f, "user.small", "fits in the inode");
+	t_ok(set_acl(fs, &tf_root, f, "system.posix_acl_access", A));
+	expect(fs, f, "user.small", "fits in the inode");
+	t_eq(blocks_of(fs, f), 0);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "filler"));
+	t_ok(mfs_sync(fs));
+	set(fs, f, "user.big", v);
+	tf_unmount_check(fs, bd);
+	free(v);
+	free(chunk);
+	printf("ok: a full filesystem (%u)\n", bs);
+}
+
 /* ---- a check while the ACL changes ---------------------------------------------- */
 
 struct race {
@@ -706,6 +747,7 @@ int main(void)
 		each(inherit, 16u << 20);
 		each(flags, 16u << 20);
 		each(racing, 16u << 20);
+		each(full, 8u << 20);
 	}
 	return 0;
 }
