@@ -362,7 +362,9 @@ ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size);
  * system.posix_acl_access and system.posix_acl_default in the xattr form
  * of <linux/posix_acl_xattr.h>; other names are -EOPNOTSUPP.  A value
  * goes into the inode when it fits, else into the inode's one xattr
- * block: -ENOSPC when neither can hold it, -E2BIG above 64 KiB.
+ * block: -ENOSPC when neither can hold it, -E2BIG above 64 KiB.  The
+ * inodes that live in memory only (the control files, the regions) have
+ * none and take none (-EPERM).
  */
 /* setxattr(2); @flags 0, XATTR_CREATE or XATTR_REPLACE. */
 int mfs_setxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,

@@ -508,7 +508,7 @@ static int change(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	err = parse_name(name, &nm);
 	if (!err && value && size > XA_SIZE_MAX)
 		err = -E2BIG;
-	if (!err && mfs_ctl_ino(ino))
+	if (!err && mfs_special_ino(ino))
 		err = -EPERM;
 	if (!err)
 		err = mfs_check_rw(fs);
@@ -544,7 +544,7 @@ ssize_t mfs_getxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	int err;
 
 	err = parse_name(name, &nm);
-	if (!err && mfs_ctl_ino(ino))
+	if (!err && mfs_special_ino(ino))
 		err = -ENODATA;
 	if (!err)
 		err = mfs_iget(fs, ino, &n);
@@ -598,7 +598,7 @@ ssize_t mfs_listxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino
 	struct mfs_node *n;
 	int err;
 
-	if (mfs_ctl_ino(ino))
+	if (mfs_special_ino(ino))
 		return 0;
 	err = mfs_iget(fs, ino, &n);
 	if (err)

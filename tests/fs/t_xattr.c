@@ -236,7 +236,10 @@ static void who_may(struct mfs_fs *fs, struct bdev *bd)
 	/* security.*: anybody reads, root changes. */
 	t_eq(mfs_setxattr(fs, &tf_user, f, "security.x", "1", 1, 0), -EPERM);
 	t_eq(mfs_getxattr(fs, &tf_user, s, "security.x", buf, sizeof(buf)), 1);
-	/* The control files take none. */
+	/* The inodes that live in memory only take none. */
+	t_eq(mfs_setxattr(fs, &tf_root, MFS_REGIONS_DIR_INO, "user.x", "1", 1, 0), -EPERM);
+	t_eq(mfs_getxattr(fs, &tf_root, MFS_REGION_INO(0), "user.x", buf, sizeof(buf)),
+	     -ENODATA);
 	t_eq(mfs_setxattr(fs, &tf_root, MFS_CTL_DIR_INO, "user.x", "1", 1, 0), -EPERM);
 	t_eq(mfs_removexattr(fs, &tf_root, MFS_STATS_INO, "user.x"), -EPERM);
 	t_eq(mfs_getxattr(fs, &tf_root, MFS_STATS_INO, "user.x", buf, sizeof(buf)), -ENODATA);
