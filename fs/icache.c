@@ -296,6 +296,21 @@ int mfs_iget(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
 	return iget(fs, ino, false, out);
 }
 
+int mfs_iget_cached(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
+{
+	struct mfs_node *n = NULL;
+
+	if (ino && ino <= fs->ninodes) {
+		pthread_mutex_lock(&fs->icache_lock);
+		n = find_live(fs, (uint32_t)ino);
+		if (n)
+			n->refs++;
+		pthread_mutex_unlock(&fs->icache_lock);
+	}
+	*out = n;
+	return n ? 0 : -ENOENT;
+}
+
 int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
 	     struct mfs_node **out)
 {

@@ -280,8 +280,10 @@ static int flush_ino(struct mfs_fs *fs, uint32_t ino)
 	struct mfs_node *n;
 	int err;
 
-	if (mfs_iget(fs, ino, &n))
-		return 0;            /* gone: its pages went with it */
+	/* Evicted, it was journalled first; freed since, it is no file at
+	 * all (reading it back would take its free slot for damage). */
+	if (mfs_iget_cached(fs, ino, &n))
+		return 0;
 	pthread_mutex_lock(&fs->jd->lock);
 	n->jd_queued = false;        /* pages dirtied from now on queue it again */
 	pthread_mutex_unlock(&fs->jd->lock);

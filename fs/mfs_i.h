@@ -242,6 +242,9 @@ int mfs_ino_in_use(struct mfs_fs *fs, uint32_t ino);
 int mfs_icache_init(struct mfs_fs *fs);
 void mfs_icache_destroy(struct mfs_fs *fs);
 int mfs_iget(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
+/* The node of @ino if it is in memory (-ENOENT if not): never reads the
+ * disk, where the inode may have been freed since. */
+int mfs_iget_cached(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
 /* New inode @ino, made from @raw; in the cache, one reference. */
 int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
 	     struct mfs_node **out);

@@ -119,6 +119,31 @@ static void test_truncate_ends_pending(void)
 	bdev_close(bd);
 }
 
+/* A file with pages awaiting journalling, unlinked and freed before the
+ * thread or a sync gets to it: its queue entry names a free inode, which
+ * is nothing to journal, not damage. */
+static void test_freed_while_queued(void)
+{
+	struct bdev *bd = tf_mkfs(BS, 16u << 20);
+	struct mfs_fs *fs = tf_mount_opts(bd, &jopts);
+	uint64_t ino = create(fs, "f");
+	char buf[2 * BS];
+
+	memset(buf, 'q', sizeof(buf));
+	put(fs, ino, buf, sizeof(buf), 0);
+	t_ok(mfs_fsync(fs, ino, false));
+	put(fs, ino, buf, sizeof(buf), 0);    /* pending, queued */
+	t_eq(stat_of(fs, "jdata_pages_pending"), 2);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "f"));
+	mfs_forget(fs, ino, 1);               /* freed now */
+	t_eq(stat_of(fs, "jdata_pages_pending"), 0);
+	t_ok(mfs_sync(fs));
+	tf_unmount_check(fs, bd);
+	fs = tf_mount(bd);                    /* refused if marked with errors */
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
 /*
  * Pages dropped by reclaim after they were journalled, before the journal
  * wrote them home, are read back from the journal: their home block
@@ -241,6 +266,7 @@ int main(void)
 	mlog_set_level(MLOG_ERR);
 	test_rewrite_logged_once();
 	test_truncate_ends_pending();
+	test_freed_while_queued();
 	test_read_back_from_journal();
 	test_writer_races_journal();
 	printf("ok\n");
