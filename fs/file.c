@@ -389,14 +389,14 @@ static int write_done(struct mfs_node *n, struct jnl_handle *h,
 	return err;
 }
 
-static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf,
-		       size_t size, uint64_t off, size_t *done)
+static int write_chunk(struct mfs_node *n, struct jnl_handle *h, unsigned pages,
+		       const char *buf, size_t size, uint64_t off, size_t *done)
 {
 	uint32_t bs = n->fs->bs;
 	uint64_t old_size = node_size(n);
 	int err = 0;
 
-	for (unsigned i = 0; i < WRITE_CHUNK && *done < size && !err; i++) {
+	for (unsigned i = 0; i < pages && *done < size && !err; i++) {
 		uint64_t pos = off + *done, idx = pos / bs, pblk;
 		uint32_t in = (uint32_t)(pos % bs);
 		size_t len = UT_MIN((size_t)(bs - in), size - *done);
@@ -422,12 +422,12 @@ static int write_chunk(struct mfs_node *n, struct jnl_handle *h, const char *buf
 
 /* Blocks the chunk from @pos may allocate: none when every block it
  * writes is mapped already, so that a rewrite works on a full filesystem. */
-static int chunk_blocks(struct mfs_node *n, uint64_t pos, size_t left,
-			uint64_t *resv)
+static int chunk_blocks(struct mfs_node *n, unsigned pages, uint64_t pos,
+			size_t left, uint64_t *resv)
 {
 	uint32_t bs = n->fs->bs;
 	uint64_t first = pos / bs, hole;
-	uint64_t end = UT_MIN(first + WRITE_CHUNK, UT_DIV_ROUND_UP(pos + left, bs));
+	uint64_t end = UT_MIN(first + pages, UT_DIV_ROUND_UP(pos + left, bs));
 	int err = mfs_bmap_seek(n, first, end, false, &hole);
 
 	if (!err)
@@ -437,10 +437,23 @@ static int chunk_blocks(struct mfs_node *n, uint64_t pos, size_t left,
 
 /* Journalled data may log each page of the chunk too, and the zeroed
  * tail of the old last block. */
-static int chunk_credits(struct mfs_node *n)
+static uint32_t chunk_credits(struct mfs_node *n, unsigned pages)
 {
-	return MFS_CR_INODE + WRITE_CHUNK * 3 + 12 +
-	       (atomic_load(&n->jdata) ? WRITE_CHUNK + 1 : 0);
+	return MFS_CR_INODE + pages * 3 + 12 +
+	       (atomic_load(&n->jdata) ? pages + 1 : 0);
+}
+
+/* Pages one handle writes: fewer for journalled data when the journal's
+ * transactions are small (a small log, a small cache), so that its
+ * handles still fit where those of ordered data do. */
+static unsigned chunk_pages(struct mfs_node *n)
+{
+	uint32_t max = atomic_load(&n->jdata) ? jnl_max_credits(n->fs->j) : UINT32_MAX;
+	unsigned pages = WRITE_CHUNK;
+
+	while (pages > 1 && chunk_credits(n, pages) > max)
+		pages--;
+	return pages;
 }
 
 /* After a chunk: the size, the times and the inode. */
@@ -468,18 +481,19 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 	while (*done < size && !err) {
 		uint64_t resv, since = mfs_blocks_allocated();
 		uint64_t blocks = le64toh(n->raw.i_blocks), start = *done;
+		unsigned pages = chunk_pages(n);
 		struct jnl_handle h;
 
-		err = chunk_blocks(n, off + *done, size - *done, &resv);
+		err = chunk_blocks(n, pages, off + *done, size - *done, &resv);
 		if (!err)
 			err = mfs_reserve_blocks(fs, cr, resv);
 		if (err)
 			break;
-		err = mfs_jstart(fs, (uint32_t)chunk_credits(n), &h);
+		err = mfs_jstart(fs, chunk_credits(n, pages), &h);
 		if (!err && off + size > node_size(n))
 			err = mfs_zero_eof_tail(n, &h, node_size(n));
 		if (!err) {
-			err = write_chunk(n, &h, buf, size, off, done);
+			err = write_chunk(n, &h, pages, buf, size, off, done);
 			if (*done > start)
 				err = mfs_jstop(fs, &h, err ? err :
 						write_end(n, &h, off + *done, blocks));
@@ -487,6 +501,8 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 				err = mfs_jstop(fs, &h, err);
 		}
 		mfs_reserve_end(fs, resv, since);
+		if (!err)
+			err = mfs_jdata_balance(n);
 		pc_balance_dirty(fs->cache);
 	}
 	return err;

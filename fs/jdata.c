@@ -45,7 +45,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Pages one gathering handle journals at most. */
+/* Pages one gathering handle journals at most, fewer where the journal's
+ * transactions are smaller. */
 #define JD_CREDITS 128u
 
 struct mfs_jdata {
@@ -242,15 +243,17 @@ int mfs_jdata_flush(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
 	struct jd_pass p;
+	uint32_t credits;
 	int err;
 
 	if (!atomic_load(&n->jdata) || !fs->j)
 		return 0;
+	credits = UT_MIN(JD_CREDITS, jnl_max_credits(fs->j));
 	do {
 		struct jnl_handle h;
 
-		p = (struct jd_pass){ .h = &h, .left = JD_CREDITS };
-		err = mfs_jstart(fs, JD_CREDITS, &h);
+		p = (struct jd_pass){ .h = &h, .left = credits };
+		err = mfs_jstart(fs, credits, &h);
 		if (err)
 			return err;
 		err = pc_write_and_wait_range_for(n->map, 0, UINT64_MAX, &p);
@@ -259,6 +262,24 @@ int mfs_jdata_flush(struct mfs_node *n)
 		err = mfs_jstop(fs, &h, err);
 	} while (!err && p.more);
 	return err;
+}
+
+/*
+ * Nothing but a handle cleans a pending page, and a writer allocates its
+ * pages inside one: when every page of the cache awaits journalling, its
+ * allocation fails.  The thread, woken by declined writeback, may not
+ * keep up with a big rewrite, so the writer journals its file itself.
+ */
+int mfs_jdata_balance(struct mfs_node *n)
+{
+	struct pc_stats st;
+
+	if (!atomic_load(&n->jdata))
+		return 0;
+	pc_get_stats(n->fs->cache, &st);
+	if (atomic_load(&n->fs->st.jdata_pending) <= st.max_pages / 4)
+		return 0;
+	return mfs_jdata_flush(n);
 }
 
 /* Take the queue, leaving it empty. */

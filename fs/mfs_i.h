@@ -311,6 +311,9 @@ int mfs_jdata_prepare_switch(struct mfs_node *n);
 /* Journal every page of @n awaiting it; the node's tids then name the
  * transaction to wait for.  No lock held. */
 int mfs_jdata_flush(struct mfs_node *n);
+/* After a write to @n (its rwsem may be held, no handle): gather @n at
+ * once if pages awaiting journalling fill a quarter of the cache. */
+int mfs_jdata_balance(struct mfs_node *n);
 /* The same for every file with pages awaiting journalling (sync). */
 int mfs_jdata_flush_all(struct mfs_fs *fs);
 /* The mapping operations' part for journalled files (imap.c calls them). */

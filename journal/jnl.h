@@ -202,6 +202,9 @@ int jnl_close(struct jnl *j);
  * journal has been aborted by an I/O error.
  */
 int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h);
+/* The most credits one handle may ask for: a small log, or a small cache
+ * the journal may pin only half of, makes it smaller. */
+uint32_t jnl_max_credits(const struct jnl *j);
 /* End the handle; returns its first error, if any. */
 int jnl_stop(struct jnl_handle *h);
 

@@ -190,6 +190,11 @@ static int join_running(struct jnl *j, uint32_t credits, struct jnl_tx **out)
 	}
 }
 
+uint32_t jnl_max_credits(const struct jnl *j)
+{
+	return j->j_max_tx;
+}
+
 int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 {
 	int err;

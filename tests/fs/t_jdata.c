@@ -261,6 +261,46 @@ static void test_writer_races_journal(void)
 	bdev_close(bd);
 }
 
+/*
+ * A small journal under a small cache: the journal may pin half the
+ * cache, and a transaction half of that (63 blocks here), fewer than a
+ * write chunk or a gathering of journalled data asked for.  And a rewrite
+ * of four times the cache makes every page pending: the writer, inside
+ * its handle, found no page to allocate.
+ */
+static void test_small_journal_rewrite(void)
+{
+	struct mfs_mkfs_opts mo = { .block_size = 4096, .zeroed = true,
+				    .now = 1700000000, .journal_bytes = 1024u * 4096 };
+	struct mfs_mount_opts o = jopts;
+	struct bdev *bd;
+	struct mfs_fs *fs;
+	uint64_t ino;
+	size_t len = 4u << 20;
+	char *buf = malloc(len), *got = malloc(len);
+
+	t_ok(bdev_mem_create(64u << 20, 4096, &bd));
+	t_ok(mfs_mkfs(bd, &mo));
+	o.cache_bytes = 1u << 20;
+	fs = tf_mount_opts(bd, &o);
+	ino = create(fs, "big");
+	memset(buf, 'a', len);
+	put(fs, ino, buf, len, 0);
+	t_ok(mfs_fsync(fs, ino, false));
+	memset(buf, 'b', len);
+	put(fs, ino, buf, len, 0);              /* rewrites: pending */
+	t_ok(mfs_fsync(fs, ino, false));
+	t_eq(stat_of(fs, "jdata_pages_pending"), 0);
+	tf_unmount_check(fs, bd);
+	fs = tf_mount(bd);
+	get(fs, ino, got, len, 0);
+	t_assert(!memcmp(got, buf, len), "the rewrite did not survive");
+	tf_unmount_check(fs, bd);
+	free(buf);
+	free(got);
+	bdev_close(bd);
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
@@ -269,6 +309,7 @@ int main(void)
 	test_freed_while_queued();
 	test_read_back_from_journal();
 	test_writer_races_journal();
+	test_small_journal_rewrite();
 	printf("ok\n");
 	return 0;
 }
