@@ -300,10 +300,11 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 #define TRUNC_CREDITS 64
 #define TRUNC_MARGIN  10
 
+/* A small journal (or cache) takes fewer: more handles for one
+ * truncation. */
 uint64_t mfs_truncate_credits(struct mfs_fs *fs)
 {
-	(void)fs;
-	return TRUNC_CREDITS;
+	return UT_MIN(TRUNC_CREDITS, jnl_max_credits(fs->j));
 }
 
 struct trunc {
@@ -459,9 +460,10 @@ static int trunc_step(struct mfs_node *n, uint64_t from, bool *more)
 {
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
-	struct trunc t = { .n = n, .h = &h, .from = from, .credits = TRUNC_CREDITS - 1,
+	uint32_t credits = (uint32_t)mfs_truncate_credits(fs);
+	struct trunc t = { .n = n, .h = &h, .from = from, .credits = (int)credits - 1,
 			   .meta = !S_ISREG(node_mode(n)) || atomic_load(&n->jdata) };
-	int err = mfs_jstart(fs, TRUNC_CREDITS, &h);
+	int err = mfs_jstart(fs, credits, &h);
 
 	if (err)
 		return err;

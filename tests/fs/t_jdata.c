@@ -273,6 +273,7 @@ static void test_small_journal_rewrite(void)
 	struct mfs_mkfs_opts mo = { .block_size = 4096, .zeroed = true,
 				    .now = 1700000000, .journal_bytes = 1024u * 4096 };
 	struct mfs_mount_opts o = jopts;
+	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 5000 };
 	struct bdev *bd;
 	struct mfs_fs *fs;
 	uint64_t ino;
@@ -295,6 +296,11 @@ static void test_small_journal_rewrite(void)
 	fs = tf_mount(bd);
 	get(fs, ino, got, len, 0);
 	t_assert(!memcmp(got, buf, len), "the rewrite did not survive");
+	tf_unmount_check(fs, bd);
+	fs = tf_mount_opts(bd, &o);
+	put(fs, ino, buf, len, 0);
+	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, NULL));
+	t_ok(mfs_fsync(fs, ino, false));
 	tf_unmount_check(fs, bd);
 	free(buf);
 	free(got);
