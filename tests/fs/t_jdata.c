@@ -268,10 +268,10 @@ static void test_writer_races_journal(void)
  * of four times the cache makes every page pending: the writer, inside
  * its handle, found no page to allocate.
  */
-static void test_small_journal_rewrite(void)
+static void test_small_journal_rewrite(uint32_t bs)
 {
-	struct mfs_mkfs_opts mo = { .block_size = 4096, .zeroed = true,
-				    .now = 1700000000, .journal_bytes = 1024u * 4096 };
+	struct mfs_mkfs_opts mo = { .block_size = bs, .zeroed = true,
+				    .now = 1700000000, .journal_bytes = 1024u * bs };
 	struct mfs_mount_opts o = jopts;
 	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 5000 };
 	struct bdev *bd;
@@ -280,7 +280,7 @@ static void test_small_journal_rewrite(void)
 	size_t len = 4u << 20;
 	char *buf = malloc(len), *got = malloc(len);
 
-	t_ok(bdev_mem_create(64u << 20, 4096, &bd));
+	t_ok(bdev_mem_create(64u << 20, bs, &bd));
 	t_ok(mfs_mkfs(bd, &mo));
 	o.cache_bytes = 1u << 20;
 	fs = tf_mount_opts(bd, &o);
@@ -315,7 +315,8 @@ int main(void)
 	test_freed_while_queued();
 	test_read_back_from_journal();
 	test_writer_races_journal();
-	test_small_journal_rewrite();
+	test_small_journal_rewrite(4096);
+	test_small_journal_rewrite(BS);
 	printf("ok\n");
 	return 0;
 }
