@@ -34,8 +34,9 @@
  * journalled file are revoked, as metadata blocks are: an old copy in the
  * log must not land on the block's next owner at replay.
  *
- * Lock order: the handle, then the mapping's writeback lock (taken by
- * pc_write_and_wait_range_for), page locks, j_lock; jd->lock is a leaf.
+ * Lock order: jd->round (one gathering of the queue), the handle, then
+ * the mapping's writeback lock (taken by pc_write_and_wait_range_for),
+ * page locks, j_lock; jd->lock is a leaf.
  */
 #include "mfs_i.h"
 
@@ -50,6 +51,9 @@
 #define JD_CREDITS 128u
 
 struct mfs_jdata {
+	/* One gathering of the queue at a time, held across it, before any
+	 * handle: a sync waits for the files the thread has taken. */
+	pthread_mutex_t round;
 	pthread_mutex_t lock;        /* leaf: everything below */
 	pthread_cond_t cond;
 	uint32_t *queue;             /* inodes with pages awaiting journalling */
@@ -325,12 +329,14 @@ int mfs_jdata_flush_all(struct mfs_fs *fs)
 
 	if (!fs->jd)
 		return 0;
+	pthread_mutex_lock(&fs->jd->round);
 	q = take_queue(fs->jd, &n);
 	for (size_t i = 0; i < n; i++) {
 		int e = flush_ino(fs, q[i]);
 
 		err = err ? err : e;
 	}
+	pthread_mutex_unlock(&fs->jd->round);
 	free(q);
 	return err;
 }
@@ -373,6 +379,7 @@ int mfs_jdata_start(struct mfs_fs *fs)
 
 	if (!jd)
 		return -ENOMEM;
+	pthread_mutex_init(&jd->round, NULL);
 	pthread_mutex_init(&jd->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -405,5 +412,6 @@ void mfs_jdata_stop(struct mfs_fs *fs)
 	free(jd->queue);
 	pthread_cond_destroy(&jd->cond);
 	pthread_mutex_destroy(&jd->lock);
+	pthread_mutex_destroy(&jd->round);
 	free(jd);
 }

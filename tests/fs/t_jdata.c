@@ -307,6 +307,56 @@ static void test_small_journal_rewrite(uint32_t bs)
 	bdev_close(bd);
 }
 
+/*
+ * A sync while the thread works through its queue: the files it has
+ * taken but not yet gathered are the thread's until it reaches them, and
+ * the sync's writeback could not queue them again.  After the sync, a
+ * power cut keeps every file's rewrite.
+ */
+#define SYNC_FILES 600u
+
+static void test_sync_during_thread_round(void)
+{
+	struct mfs_mount_opts o = jopts;
+	struct bdev *bd = tf_mkfs(BS, 32u << 20), *img;
+	struct mfs_fs *fs;
+	uint64_t *ino = calloc(SYNC_FILES, sizeof(*ino)), base;
+	char buf[BS], got[BS], name[16];
+	size_t cut;
+
+	o.commit_s = 1;
+	o.cache_bytes = 8u << 20;
+	fs = tf_mount_opts(bd, &o);
+	memset(buf, 'o', BS);
+	for (uint32_t i = 0; i < SYNC_FILES; i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		ino[i] = create(fs, name);
+		put(fs, ino[i], buf, BS, 0);
+	}
+	t_ok(mfs_sync(fs));
+	bdev_mem_record(bd, true);
+	memset(buf, 'n', BS);
+	for (uint32_t i = 0; i < SYNC_FILES; i++)
+		put(fs, ino[i], buf, BS, 0);     /* rewrites: pending, queued */
+	base = stat_of(fs, "jdata_pages_journalled");
+	while (stat_of(fs, "jdata_pages_journalled") == base)
+		;                                /* the thread has begun */
+	t_ok(mfs_sync(fs));
+	cut = bdev_mem_log_count(bd);
+	t_ok(mfs_unmount(fs));
+	t_ok(bdev_mem_crash_image(bd, cut, BDEV_CUT_LOSE_ALL, 0, &img));
+	fs = tf_mount(img);
+	for (uint32_t i = 0; i < SYNC_FILES; i++) {
+		get(fs, ino[i], got, BS, 0);
+		t_assert(!memcmp(got, buf, BS), "file %" PRIu32 " of %u lost its "
+			 "rewrite, synced while the thread had taken it", i, SYNC_FILES);
+	}
+	tf_unmount_check(fs, img);
+	bdev_close(img);
+	bdev_close(bd);
+	free(ino);
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
@@ -317,6 +367,7 @@ int main(void)
 	test_writer_races_journal();
 	test_small_journal_rewrite(4096);
 	test_small_journal_rewrite(BS);
+	test_sync_during_thread_round();
 	printf("ok\n");
 	return 0;
 }
