@@ -172,6 +172,14 @@ void mfs_jdata_invalidatepage(struct mfs_node *n, struct pc_page *pg,
 		end_pending(n, pg);
 }
 
+static void note_tid(struct mfs_node *n, uint32_t tid)
+{
+	pthread_mutex_lock(&n->lock);
+	n->last_tid = n->last_data_tid = tid;
+	n->dirty_tid = true;
+	pthread_mutex_unlock(&n->lock);
+}
+
 /* Journal one locked page under the pass's handle.  A page with no block
  * lies past the end of the file: there is nothing to keep. */
 static int journal_page(struct mfs_node *n, struct jd_pass *p, struct pc_page *pg)
@@ -183,6 +191,9 @@ static int journal_page(struct mfs_node *n, struct jd_pass *p, struct pc_page *p
 		err = jnl_journal_data(p->h, pg, pblk);
 	if (err)
 		return err;
+	/* Before the page stops pending: an fsync that finds it clean must
+	 * wait for this handle's transaction. */
+	note_tid(n, p->h->h_tid);
 	end_pending(n, pg);
 	p->left--;
 	p->done++;
@@ -235,13 +246,6 @@ bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg)
 
 /* ---- gathering ----------------------------------------------------------- */
 
-static void note_tid(struct mfs_node *n, uint32_t tid)
-{
-	pthread_mutex_lock(&n->lock);
-	n->last_tid = n->last_data_tid = tid;
-	n->dirty_tid = true;
-	pthread_mutex_unlock(&n->lock);
-}
 
 int mfs_jdata_flush(struct mfs_node *n)
 {
@@ -261,8 +265,6 @@ int mfs_jdata_flush(struct mfs_node *n)
 		if (err)
 			return err;
 		err = pc_write_and_wait_range_for(n->map, 0, UINT64_MAX, &p);
-		if (p.done)
-			note_tid(n, h.h_tid);
 		err = mfs_jstop(fs, &h, err);
 	} while (!err && p.more);
 	return err;
