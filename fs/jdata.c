@@ -246,7 +246,6 @@ bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg)
 
 /* ---- gathering ----------------------------------------------------------- */
 
-
 int mfs_jdata_flush(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
