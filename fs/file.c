@@ -380,10 +380,11 @@ static int write_done(struct mfs_node *n, struct jnl_handle *h,
 	int err = 0;
 
 	if (atomic_load(&n->jdata) && grows) {
-		atomic_fetch_add(&n->fs->st.jdata_journalled, 1);
 		err = jnl_journal_data(h, pg, pblk);
-		if (!err)
+		if (!err) {
+			atomic_fetch_add(&n->fs->st.jdata_journalled, 1);
 			return 0;
+		}
 	}
 	pc_set_page_dirty(pg);     /* and on an error, the bytes are kept */
 	return err;
