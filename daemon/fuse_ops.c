@@ -426,6 +426,16 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
  * and directories alike; the inode number is enough, the open file is
  * not needed.
  */
+/* A successful ioctl answers with its result, never with an empty reply,
+ * which the kernel takes for an I/O error. */
+static void reply_ioctl_done(fuse_req_t req, int err)
+{
+	if (err)
+		reply_err(req, err);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 static void reply_flags(fuse_req_t req, uint64_t ino, size_t out_bufsz)
 {
 	uint32_t flags = 0;
@@ -453,7 +463,7 @@ static void set_flags(fuse_req_t req, uint64_t ino, const void *in_buf,
 		return;
 	}
 	memcpy(&flags, in_buf, sizeof(flags));
-	reply_err(req, mfs_set_flags(fs_of(req), cred_of(req, &cb), ino, flags));
+	reply_ioctl_done(req, mfs_set_flags(fs_of(req), cred_of(req, &cb), ino, flags));
 }
 
 /* The inode flags that struct fsxattr's fsx_xflags can say. */
@@ -515,7 +525,7 @@ static void set_fsxattr(fuse_req_t req, uint64_t ino, const void *in_buf,
 						  flags & ~xflag_map[i].fl;
 	if (!err)
 		err = mfs_set_flags(fs_of(req), cred_of(req, &cb), ino, flags);
-	reply_err(req, err);
+	reply_ioctl_done(req, err);
 }
 
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
