@@ -204,6 +204,22 @@ static int truncate_done(struct mfs_node *n)
 	return mfs_orphan_remove(n);
 }
 
+/* A truncation to the size a file has frees what a preallocation left past
+ * its end, as ext4 does.  Only zeroed blocks past the end are freed, so a
+ * crash half-way needs no orphan list. */
+static int truncate_same(struct mfs_node *n)
+{
+	uint64_t from = UT_DIV_ROUND_UP(node_size(n), n->fs->bs);
+	uint64_t end = mfs_max_file_blocks(n->fs->bs), data;
+	int err = set_size(n, node_size(n), false);
+
+	if (!err)
+		err = mfs_bmap_seek(n, from, end, true, &data);
+	if (!err && data < end)
+		err = mfs_bmap_truncate(n, from);
+	return err;
+}
+
 /* rwsem held for writing. */
 int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t size)
 {
@@ -213,8 +229,10 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t 
 	(void)cr;
 	if (size > mfs_max_file_size(n->fs->bs))
 		return -EFBIG;
+	if (size == old)
+		return truncate_same(n);
 	err = set_size(n, size, size < old);
-	if (err || size >= old)
+	if (err || size > old)
 		return err;
 	pc_truncate(n->map, size);
 	err = zero_tail(n, size, NULL);

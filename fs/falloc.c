@@ -332,25 +332,39 @@ static int no_data(struct mfs_node *n, uint64_t off, uint64_t len, bool *none)
 	return err;
 }
 
-/* One piece: a hole of the source leaves a hole of the destination alone
- * (no block is allocated for it); anything else is read and written. */
+/* How much of [@off, @off + *@len) of the source is all hole (*@hole) or
+ * all data: *@len is cut to that. */
+static int src_extent(struct mfs_node *n, uint64_t off, size_t *len, bool *hole)
+{
+	uint32_t bs = n->fs->bs;
+	uint64_t first = off / bs, end = UT_DIV_ROUND_UP(off + *len, bs), next;
+	int err = mfs_bmap_seek(n, first, end, true, &next);
+
+	*hole = !err && next > first;
+	if (!err && !*hole)
+		err = mfs_bmap_seek(n, first, end, false, &next);
+	if (!err)
+		*len = (size_t)UT_MIN((uint64_t)*len, next * bs - off);
+	return err;
+}
+
+/* One piece: a hole of the source over a hole of the destination is left
+ * alone (no block is allocated for it); anything else is read and
+ * written, zeros included. */
 static ssize_t copy_piece(struct mfs_fs *fs, const struct mfs_cred *cr,
 			  struct mfs_file *in, uint64_t off_in, struct mfs_file *out,
 			  uint64_t off_out, size_t len, char *buf)
 {
 	bool src_hole = false, dst_hole = false;
 	ssize_t got;
-	int err;
+	int err = src_extent(in->n, off_in, &len, &src_hole);
 
-	if (off_in % fs->bs == 0 && len % fs->bs == 0) {
-		err = no_data(in->n, off_in, len, &src_hole);
-		if (!err && src_hole)
-			err = no_data(out->n, off_out, len, &dst_hole);
-		if (err)
-			return err;
-		if (src_hole && dst_hole)
-			return (ssize_t)len;
-	}
+	if (!err && src_hole)
+		err = no_data(out->n, off_out, len, &dst_hole);
+	if (err)
+		return err;
+	if (src_hole && dst_hole)
+		return (ssize_t)len;
 	got = mfs_read(fs, in, buf, len, off_in);
 	if (got <= 0)
 		return got;
