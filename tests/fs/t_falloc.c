@@ -158,6 +158,17 @@ static void model_step(struct mfs_fs *fs, struct mfs_file *f, uint64_t ino,
 		model_truncate(fs, ino, m, (uint64_t)rand() % MODEL_MAX);
 }
 
+/* Free blocks that are not zeros on the disk: a file's, deleted. */
+static void litter(struct mfs_fs *fs, size_t bytes)
+{
+	uint64_t ino = mkfile(fs, MFS_ROOT_INO, "litter", S_IFREG | 0644);
+
+	tf_write(fs, ino, 0, bytes, 99);
+	t_ok(mfs_sync(fs));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "litter"));
+	t_ok(mfs_sync(fs));
+}
+
 static void model_case(void)
 {
 	struct bdev *bd = tf_mkfs(bs, 32u << 20);
@@ -165,6 +176,8 @@ static void model_case(void)
 	struct model m = { calloc(1, MODEL_MAX), 0, malloc(MODEL_MAX) };
 	uint64_t free0 = free_blocks(fs), ino;
 	struct mfs_file *f;
+
+	litter(fs, 16u << 20);
 
 	ino = mkfile(fs, MFS_ROOT_INO, "f", S_IFREG | 0644);
 	f = open_(fs, ino, O_RDWR);
