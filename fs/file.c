@@ -285,8 +285,9 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 
 /* ---- SEEK_DATA / SEEK_HOLE ----------------------------------------------- */
 
-/* Blocks are allocated when written, so the block map alone says where
- * data is; past i_size there is none, and the end of file is a hole. */
+/* Blocks are allocated when written (or preallocated, holding zeros), so
+ * the block map alone says where data is; past i_size there is none, and
+ * the end of file is a hole. */
 int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
 	      uint64_t *out)
 {
