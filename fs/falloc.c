@@ -90,8 +90,10 @@ static int count_holes(struct mfs_node *n, uint64_t first, uint64_t end,
 	return err;
 }
 
-/* The times and the inode, in a handle of their own. */
-static int touch_times(struct mfs_node *n, bool mtime)
+/* mtime and ctime, in a handle of their own: ext4 moves both on every
+ * fallocate that succeeds, whatever its mode, even one that allocates
+ * nothing. */
+static int touch_times(struct mfs_node *n)
 {
 	struct jnl_handle h;
 	int err = mfs_jstart(n->fs, MFS_CR_INODE, &h);
@@ -99,7 +101,7 @@ static int touch_times(struct mfs_node *n, bool mtime)
 	if (err)
 		return err;
 	pthread_mutex_lock(&n->lock);
-	mfs_node_touch(n, mtime, true);
+	mfs_node_touch(n, true, true);
 	pthread_mutex_unlock(&n->lock);
 	return mfs_jstop(n->fs, &h, mfs_inode_write(n, &h, false));
 }
@@ -124,9 +126,6 @@ static int alloc_chunk(struct mfs_node *n, uint64_t first, uint64_t end,
 		pthread_mutex_lock(&n->lock);
 		if (size > old)
 			n->raw.i_size = htole64(size);
-		/* ext4 moves ctime on every preallocation, mtime only with
-		 * the size. */
-		mfs_node_touch(n, size > old, true);
 		pthread_mutex_unlock(&n->lock);
 		err = mfs_inode_write(n, &h, true);
 	}
@@ -224,8 +223,7 @@ static int punch_range(struct mfs_node *n, uint64_t off, uint64_t end)
 		return err;
 	/* No page of the hole may be written back to a block freed. */
 	pc_truncate_pages(n->map, first, last);
-	err = mfs_bmap_free_range(n, first, last);
-	return err ? err : touch_times(n, true);
+	return mfs_bmap_free_range(n, first, last);
 }
 
 /* Every mapped whole block of [@first, @last) to zeros in the cache. */
@@ -267,7 +265,7 @@ static int zero_range(struct mfs_node *n, const struct mfs_cred *cr,
 		err = zero_mapped(n, first, last);
 	if (!err)
 		err = alloc_range(n, cr, off, end, keep);
-	return err ? err : touch_times(n, true);
+	return err;
 }
 
 int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
@@ -286,6 +284,8 @@ int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
 		err = zero_range(n, cr, off, off + len, keep);
 	else
 		err = alloc_range(n, cr, off, off + len, keep);
+	if (!err)
+		err = touch_times(n);
 	pthread_rwlock_unlock(&n->rwsem);
 	if (!err)
 		err = mfs_sync_if_flagged(n, false);
