@@ -329,6 +329,37 @@ static void errors_case(void)
 
 /* ---- flags --------------------------------------------------------------- */
 
+static uint64_t commits(struct mfs_fs *fs)
+{
+	char buf[8192];
+	const char *p;
+
+	mfs_stats_format(fs, buf, sizeof(buf));
+	p = strstr(buf, "jnl_commits: ");
+	t_assert(p, "no jnl_commits in the statistics");
+	return strtoull(p + 13, NULL, 10);
+}
+
+/* +S: a write, a mode change of the file; +D: a name made in the
+ * directory, each commit before the call returns. */
+static void sync_flags(struct mfs_fs *fs, uint64_t file, uint64_t dir)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_MODE, .mode = 0640 };
+	uint64_t c = commits(fs);
+
+	tf_write(fs, file, 0, 100, 4);
+	t_assert(commits(fs) > c, "a write to a +S file did not commit");
+	c = commits(fs);
+	t_ok(mfs_setattr(fs, &tf_root, file, &sa, NULL));
+	t_assert(commits(fs) > c, "a chmod of a +S file did not commit");
+	c = commits(fs);
+	mkfile(fs, dir, "synced", S_IFREG | 0644);
+	t_assert(commits(fs) > c, "a create in a +D directory did not commit");
+	c = commits(fs);
+	t_ok(mfs_unlink(fs, &tf_root, dir, "synced"));
+	t_assert(commits(fs) > c, "an unlink in a +D directory did not commit");
+}
+
 static void immutable_refuses(struct mfs_fs *fs, uint64_t ino)
 {
 	struct mfs_setattr chmod = { .valid = MFS_SET_MODE, .mode = 0600 };
@@ -378,6 +409,13 @@ static void flags_case(void)
 	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
 	d = st.st_ino;
 	mfs_forget(fs, d, 1);
+	t_ok(mfs_set_flags(fs, &tf_root, d, MFS_JOURNAL_DATA_FL | MFS_DIRSYNC_FL |
+			   MFS_NOATIME_FL | MFS_APPEND_FL));
+	t_ok(mfs_set_flags(fs, &tf_root, ino, MFS_NODUMP_FL | MFS_SYNC_FL));
+	t_ok(mfs_set_flags(fs, &tf_root, d, MFS_DIRSYNC_FL));
+	sync_flags(fs, ino, d);
+	t_ok(mfs_set_flags(fs, &tf_root, ino, MFS_NODUMP_FL | MFS_NOATIME_FL | MFS_SYNC_FL |
+			   MFS_JOURNAL_DATA_FL));
 	t_ok(mfs_set_flags(fs, &tf_root, d, MFS_JOURNAL_DATA_FL | MFS_DIRSYNC_FL |
 			   MFS_NOATIME_FL | MFS_APPEND_FL));
 	in_d = mkfile(fs, d, "file", S_IFREG | 0644);
