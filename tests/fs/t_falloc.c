@@ -297,9 +297,10 @@ static void errors_case(void)
 	struct mfs_fs *fs = tf_mount(bd);
 	uint64_t ino = mkfile(fs, MFS_ROOT_INO, "e", S_IFREG | 0644);
 	uint64_t fifo = mkfile(fs, MFS_ROOT_INO, "fifo", S_IFIFO | 0644);
+	uint64_t sock = mkfile(fs, MFS_ROOT_INO, "sock", S_IFSOCK | 0644);
 	uint64_t max = mfs_max_file_size(bs);
 	struct mfs_file *f = open_(fs, ino, O_RDWR), *ro = open_(fs, ino, O_RDONLY);
-	struct mfs_file *ff = open_(fs, fifo, O_RDWR);
+	struct mfs_file *ff = open_(fs, fifo, O_RDWR), *fsock = open_(fs, sock, O_RDWR);
 
 	t_eq(mfs_fallocate(fs, &tf_root, f, 0, 0, 0), -EINVAL);
 	t_eq(mfs_fallocate(fs, &tf_root, f, FALLOC_FL_PUNCH_HOLE, 0, 10), -EOPNOTSUPP);
@@ -311,6 +312,8 @@ static void errors_case(void)
 	t_eq(mfs_fallocate(fs, &tf_root, ro, 0, 0, 10), -EBADF);
 	t_eq(mfs_fallocate(fs, &tf_root, f, 0, max - 10, 11), -EFBIG);
 	t_eq(mfs_fallocate(fs, &tf_root, ff, 0, 0, 10), -ESPIPE);
+	t_eq(mfs_fallocate(fs, &tf_root, fsock, 0, 0, 10), -ENODEV);
+	t_ok(mfs_release(fs, fsock));
 	t_ok(mfs_set_flags(fs, &tf_root, ino, MFS_APPEND_FL));
 	t_ok(mfs_fallocate(fs, &tf_root, f, 0, 0, 10));
 	t_eq(mfs_fallocate(fs, &tf_root, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
