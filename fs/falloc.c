@@ -132,26 +132,34 @@ static int alloc_chunk(struct mfs_node *n, uint64_t first, uint64_t end,
 	return mfs_jstop(fs, &h, err);
 }
 
-/* Preallocate bytes [@off, @end); the size grows to @end unless @keep. */
-static int alloc_range(struct mfs_node *n, const struct mfs_cred *cr,
-		       uint64_t off, uint64_t end, bool keep)
+/* The blocks a preallocation of bytes [@off, @end) may take, reserved
+ * before anything changes; *@since for mfs_reserve_end(). */
+static int alloc_reserve(struct mfs_node *n, const struct mfs_cred *cr,
+			 uint64_t off, uint64_t end, uint64_t *resv, uint64_t *since)
+{
+	struct mfs_fs *fs = n->fs;
+	uint64_t holes;
+	int err = count_holes(n, off / fs->bs, UT_DIV_ROUND_UP(end, fs->bs), &holes);
+
+	*resv = 0;
+	if (!err && holes) {
+		err = mfs_reserve_blocks(fs, cr, mfs_bmap_worst(fs, holes));
+		if (!err)
+			*resv = mfs_bmap_worst(fs, holes);
+	}
+	*since = mfs_blocks_allocated();
+	return err;
+}
+
+/* Preallocate bytes [@off, @end) (reserved); the size grows to @end
+ * unless @keep. */
+static int alloc_blocks(struct mfs_node *n, uint64_t off, uint64_t end, bool keep)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t first = off / fs->bs, last = UT_DIV_ROUND_UP(end, fs->bs);
-	uint64_t holes, resv = 0, since = mfs_blocks_allocated();
-	void *zeros = NULL;
-	int err = count_holes(n, first, last, &holes);
+	void *zeros = bdev_alloc_buf((size_t)FALLOC_CHUNK * fs->bs);
+	int err = zeros ? 0 : -ENOMEM;
 
-	if (!err && holes) {
-		resv = mfs_bmap_worst(fs, holes);
-		err = mfs_reserve_blocks(fs, cr, resv);
-		if (err)
-			return err;
-		since = mfs_blocks_allocated();
-	}
-	zeros = err ? NULL : bdev_alloc_buf((size_t)FALLOC_CHUNK * fs->bs);
-	if (!err && !zeros)
-		err = -ENOMEM;
 	if (zeros)
 		memset(zeros, 0, (size_t)FALLOC_CHUNK * fs->bs);
 	for (uint64_t b = first; b < last && !err; b += FALLOC_CHUNK) {
@@ -164,8 +172,19 @@ static int alloc_range(struct mfs_node *n, const struct mfs_cred *cr,
 		pc_balance_dirty(fs->cache);
 	}
 	bdev_free_buf(zeros);
+	return err;
+}
+
+static int alloc_range(struct mfs_node *n, const struct mfs_cred *cr,
+		       uint64_t off, uint64_t end, bool keep)
+{
+	uint64_t resv, since;
+	int err = alloc_reserve(n, cr, off, end, &resv, &since);
+
+	if (!err)
+		err = alloc_blocks(n, off, end, keep);
 	if (resv)
-		mfs_reserve_end(fs, resv, since);
+		mfs_reserve_end(n->fs, resv, since);
 	return err;
 }
 
@@ -254,17 +273,22 @@ static int zero_mapped(struct mfs_node *n, uint64_t first, uint64_t last)
 	return err;
 }
 
-/* Data turns to zeros in the cache; holes get zeroed blocks. */
+/* Data turns to zeros in the cache; holes get zeroed blocks, reserved
+ * first, so that a full filesystem changes nothing. */
 static int zero_range(struct mfs_node *n, const struct mfs_cred *cr,
 		      uint64_t off, uint64_t end, bool keep)
 {
-	uint64_t first, last;
-	int err = zero_edges(n, off, end, &first, &last);
+	uint64_t first, last, resv, since;
+	int err = alloc_reserve(n, cr, off, end, &resv, &since);
 
+	if (!err)
+		err = zero_edges(n, off, end, &first, &last);
 	if (!err)
 		err = zero_mapped(n, first, last);
 	if (!err)
-		err = alloc_range(n, cr, off, end, keep);
+		err = alloc_blocks(n, off, end, keep);
+	if (resv)
+		mfs_reserve_end(n->fs, resv, since);
 	return err;
 }
 

@@ -277,6 +277,8 @@ static void enospc_case(void)
 	t_eq(mfs_fallocate(fs, &tf_root, f, 0, 0, (free0 + 10) * bs), -ENOSPC);
 	t_eq(mfs_fallocate(fs, &tf_root, f, FALLOC_FL_KEEP_SIZE, 0, (free0 + 10) * bs),
 	     -ENOSPC);
+	t_eq(mfs_fallocate(fs, &tf_root, f, FALLOC_FL_ZERO_RANGE, 0, (free0 + 10) * bs),
+	     -ENOSPC);
 	t_eq(size_of(fs, ino), 3000);
 	t_eq(blocks_of(fs, ino), blocks0);
 	t_eq(free_blocks(fs), free0);
