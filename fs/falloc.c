@@ -53,8 +53,10 @@ static int falloc_checks(struct mfs_fs *fs, struct mfs_file *f, int mode,
 		return -EINVAL;
 	if (!mode_ok(mode))
 		return -EOPNOTSUPP;
-	if (!n || !(mfs_open_mask(f->flags) & W_OK))
+	if (!(mfs_open_mask(f->flags) & W_OK))
 		return -EBADF;
+	if (!n)
+		return -ENODEV;               /* a file that lives in memory */
 	fl = mfs_node_flags(n);
 	if ((mode & ~FALLOC_FL_KEEP_SIZE) && (fl & MFS_APPEND_FL))
 		return -EPERM;
@@ -328,9 +330,11 @@ static int copy_checks(struct mfs_file *in, uint64_t off_in, struct mfs_file *ou
 
 	if (flags)
 		return -EINVAL;
-	if (!ni || !no || !(mfs_open_mask(in->flags) & R_OK) ||
+	if (!(mfs_open_mask(in->flags) & R_OK) ||
 	    !(mfs_open_mask(out->flags) & W_OK) || (out->flags & O_APPEND))
 		return -EBADF;
+	if (!ni || !no)
+		return -EINVAL;               /* a file that lives in memory */
 	if (S_ISDIR(node_mode(ni)) || S_ISDIR(node_mode(no)))
 		return -EISDIR;
 	if (!S_ISREG(node_mode(ni)) || !S_ISREG(node_mode(no)) || !ni->map || !no->map)
