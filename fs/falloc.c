@@ -294,24 +294,35 @@ static int zero_range(struct mfs_node *n, const struct mfs_cred *cr,
 	return err;
 }
 
-int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
-		  struct mfs_file *f, int mode, uint64_t off, uint64_t len)
+/* rwsem held for writing. */
+static int falloc_locked(struct mfs_node *n, const struct mfs_cred *cr, int mode,
+			 uint64_t off, uint64_t len)
 {
-	struct mfs_node *n = f->n;
 	bool keep = mode & FALLOC_FL_KEEP_SIZE;
-	int err = falloc_checks(fs, f, mode, off, len);
+	int err;
 
-	if (err)
-		return err;
-	pthread_rwlock_wrlock(&n->rwsem);
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		err = punch_range(n, off, off + len);
 	else if (mode & FALLOC_FL_ZERO_RANGE)
 		err = zero_range(n, cr, off, off + len, keep);
 	else
 		err = alloc_range(n, cr, off, off + len, keep);
+	return err ? err : touch_times(n);
+}
+
+int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
+		  struct mfs_file *f, int mode, uint64_t off, uint64_t len)
+{
+	struct mfs_node *n = f->n;
+	int err;
+
+	if (!n)
+		return falloc_checks(fs, f, mode, off, len);
+	/* The flags are looked at under the rwsem chattr takes. */
+	pthread_rwlock_wrlock(&n->rwsem);
+	err = falloc_checks(fs, f, mode, off, len);
 	if (!err)
-		err = touch_times(n);
+		err = falloc_locked(n, cr, mode, off, len);
 	pthread_rwlock_unlock(&n->rwsem);
 	if (!err)
 		err = mfs_sync_if_flagged(n, false);
