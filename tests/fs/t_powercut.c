@@ -737,10 +737,7 @@ static bool do_truncate(struct world *w)
 
 /* fallocate: preallocation (the size grows through the chunks' sizes, as
  * a write's), a punched hole, a zeroed range; never past the end with
- * KEEP_SIZE alone, which would leave blocks past the end.  Not with
- * data=journal yet: there, this workload's extra operations reach cuts
- * after which an inode is named with no links, with plain zero writes
- * and truncations in their place too (seed 7, state 232:0:0). */
+ * KEEP_SIZE alone, which would leave blocks past the end. */
 static bool do_falloc(struct world *w)
 {
 	static const int modes[] = { 0, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -1083,11 +1080,6 @@ static const struct {
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
-static unsigned kind_weight(size_t k)
-{
-	return kinds[k].fn == do_falloc && data_journalled ? 0 : kinds[k].weight;
-}
-
 static void one_op(struct world *w)
 {
 	for (;;) {
@@ -1095,10 +1087,10 @@ static void one_op(struct world *w)
 		size_t k;
 
 		for (k = 0; k < NKINDS; k++)
-			total += kind_weight(k);
+			total += kinds[k].weight;
 		r = rnd(total);
-		for (k = 0; r >= kind_weight(k); k++)
-			r -= kind_weight(k);
+		for (k = 0; r >= kinds[k].weight; k++)
+			r -= kinds[k].weight;
 		if (kinds[k].fn(w)) {
 			w->done[k]++;
 			return;
