@@ -24,9 +24,27 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Blocks per handle of a preallocation. */
+/* Blocks per handle of a preallocation, at most. */
 #define FALLOC_CHUNK 32u
-#define FALLOC_CREDITS (MFS_CR_INODE + FALLOC_CHUNK * 3 + 12)
+
+/* A handle that maps @blocks blocks: bitmaps, descriptors, indirect
+ * blocks, the inode, and the zeroed tail of a journalled last block. */
+static uint32_t chunk_credits(uint64_t blocks)
+{
+	return MFS_CR_INODE + (uint32_t)blocks * 3 + 12 + 1;
+}
+
+/* Fewer blocks per handle where the journal's transactions are small (a
+ * small log, a small cache), as writes take. */
+static uint64_t chunk_blocks(struct mfs_fs *fs)
+{
+	uint32_t max = fs->j ? jnl_max_credits(fs->j) : UINT32_MAX;
+	uint64_t blocks = FALLOC_CHUNK;
+
+	while (blocks > 1 && chunk_credits(blocks) > max)
+		blocks--;
+	return blocks;
+}
 
 /* The modes ext3 (a block-mapped ext4) would accept if it preallocated. */
 static bool mode_ok(int mode)
@@ -116,7 +134,7 @@ static int alloc_chunk(struct mfs_node *n, uint64_t first, uint64_t end,
 	struct mfs_fs *fs = n->fs;
 	uint64_t old = node_size(n);
 	struct jnl_handle h;
-	int err = mfs_jstart(fs, FALLOC_CREDITS, &h);
+	int err = mfs_jstart(fs, chunk_credits(end - first), &h);
 
 	if (err)
 		return err;
@@ -159,13 +177,14 @@ static int alloc_blocks(struct mfs_node *n, uint64_t off, uint64_t end, bool kee
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t first = off / fs->bs, last = UT_DIV_ROUND_UP(end, fs->bs);
+	uint64_t chunk = chunk_blocks(fs);
 	void *zeros = bdev_alloc_buf((size_t)FALLOC_CHUNK * fs->bs);
 	int err = zeros ? 0 : -ENOMEM;
 
 	if (zeros)
 		memset(zeros, 0, (size_t)FALLOC_CHUNK * fs->bs);
-	for (uint64_t b = first; b < last && !err; b += FALLOC_CHUNK) {
-		uint64_t cend = UT_MIN(b + FALLOC_CHUNK, last), hole;
+	for (uint64_t b = first; b < last && !err; b += chunk) {
+		uint64_t cend = UT_MIN(b + chunk, last), hole;
 		uint64_t size = keep ? 0 : UT_MIN(end, cend * fs->bs);
 
 		err = mfs_bmap_seek(n, b, cend, false, &hole);
