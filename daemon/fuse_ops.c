@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +388,174 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)pos);
 }
 
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+			 off_t len, struct fuse_file_info *fi)
+{
+	struct cred_buf cb;
+	int err = off < 0 || len <= 0 ? -EINVAL :
+		  mfs_fallocate(fs_of(req), cred_of(req, &cb), file_of(fi), mode,
+				(uint64_t)off, (uint64_t)len);
+
+	(void)ino;
+	reply_err(req, err);
+}
+
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			       off_t off_out, struct fuse_file_info *fi_out,
+			       size_t len, int flags)
+{
+	struct cred_buf cb;
+	ssize_t n = off_in < 0 || off_out < 0 ? -EINVAL :
+		    mfs_copy_file_range(fs_of(req), cred_of(req, &cb), file_of(fi_in),
+					(uint64_t)off_in, file_of(fi_out),
+					(uint64_t)off_out, len, (unsigned)flags);
+
+	(void)ino_in;
+	(void)ino_out;
+	if (n < 0)
+		reply_err(req, n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/*
+ * The kernel passes chattr's and lsattr's FS_IOC_GETFLAGS and
+ * FS_IOC_SETFLAGS with an int-sized buffer (its fileattr calls), and
+ * FS_IOC_FSGETXATTR / FS_IOC_FSSETXATTR with a struct fsxattr, for files
+ * and directories alike; the inode number is enough, the open file is
+ * not needed.
+ */
+/* A successful ioctl answers with its result, never with an empty reply,
+ * which the kernel takes for an I/O error. */
+static void reply_ioctl_done(fuse_req_t req, int err)
+{
+	if (err)
+		reply_err(req, err);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
+static void reply_flags(fuse_req_t req, uint64_t ino, size_t out_bufsz)
+{
+	uint32_t flags = 0;
+	uint8_t out[8] = { 0 };
+	int err = mfs_get_flags(fs_of(req), ino, &flags);
+
+	if (!err && out_bufsz < sizeof(flags))
+		err = -EINVAL;
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	memcpy(out, &flags, sizeof(flags));
+	fuse_reply_ioctl(req, 0, out, UT_MIN(out_bufsz, sizeof(out)));
+}
+
+static void set_flags(fuse_req_t req, uint64_t ino, const void *in_buf,
+		      size_t in_bufsz)
+{
+	struct cred_buf cb;
+	uint32_t flags;
+
+	if (in_bufsz < sizeof(flags)) {
+		reply_err(req, -EINVAL);
+		return;
+	}
+	memcpy(&flags, in_buf, sizeof(flags));
+	reply_ioctl_done(req, mfs_set_flags(fs_of(req), cred_of(req, &cb), ino, flags));
+}
+
+/* The inode flags that struct fsxattr's fsx_xflags can say. */
+static const struct {
+	uint32_t fl, xfl;
+} xflag_map[] = {
+	{ MFS_SYNC_FL, FS_XFLAG_SYNC },
+	{ MFS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE },
+	{ MFS_APPEND_FL, FS_XFLAG_APPEND },
+	{ MFS_NODUMP_FL, FS_XFLAG_NODUMP },
+	{ MFS_NOATIME_FL, FS_XFLAG_NOATIME },
+};
+
+static uint32_t to_xflags(uint32_t fl)
+{
+	uint32_t x = 0;
+
+	for (size_t i = 0; i < sizeof(xflag_map) / sizeof(xflag_map[0]); i++)
+		if (fl & xflag_map[i].fl)
+			x |= xflag_map[i].xfl;
+	return x;
+}
+
+static void reply_fsxattr(fuse_req_t req, uint64_t ino, size_t out_bufsz)
+{
+	struct fsxattr fa = { 0 };
+	uint32_t flags = 0;
+	int err = mfs_get_flags(fs_of(req), ino, &flags);
+
+	if (!err && out_bufsz < sizeof(fa))
+		err = -EINVAL;
+	if (err) {
+		reply_err(req, err);
+		return;
+	}
+	fa.fsx_xflags = to_xflags(flags);
+	fuse_reply_ioctl(req, 0, &fa, sizeof(fa));
+}
+
+/* The flags fsx_xflags cannot say (journal data, dirsync) stay as they
+ * are; what the format cannot store is -EOPNOTSUPP. */
+static void set_fsxattr(fuse_req_t req, uint64_t ino, const void *in_buf,
+			size_t in_bufsz)
+{
+	struct cred_buf cb;
+	struct fsxattr fa;
+	uint32_t flags = 0, x;
+	int err = in_bufsz < sizeof(fa) ? -EINVAL : mfs_get_flags(fs_of(req), ino, &flags);
+
+	if (!err) {
+		memcpy(&fa, in_buf, sizeof(fa));
+		x = fa.fsx_xflags;
+		if ((x & ~to_xflags(MFS_USER_FL_MASK)) || fa.fsx_extsize ||
+		    fa.fsx_projid || fa.fsx_cowextsize)
+			err = -EOPNOTSUPP;
+	}
+	for (size_t i = 0; !err && i < sizeof(xflag_map) / sizeof(xflag_map[0]); i++)
+		flags = (x & xflag_map[i].xfl) ? flags | xflag_map[i].fl :
+						  flags & ~xflag_map[i].fl;
+	if (!err)
+		err = mfs_set_flags(fs_of(req), cred_of(req, &cb), ino, flags);
+	reply_ioctl_done(req, err);
+}
+
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	(void)arg;
+	(void)fi;
+	if (flags & FUSE_IOCTL_COMPAT) {
+		reply_err(req, -ENOSYS);
+		return;
+	}
+	switch ((unsigned)cmd) {
+	case (unsigned)FS_IOC_GETFLAGS:
+		reply_flags(req, to_mfs(ino), out_bufsz);
+		break;
+	case (unsigned)FS_IOC_SETFLAGS:
+		set_flags(req, to_mfs(ino), in_buf, in_bufsz);
+		break;
+	case (unsigned)FS_IOC_FSGETXATTR:
+		reply_fsxattr(req, to_mfs(ino), out_bufsz);
+		break;
+	case (unsigned)FS_IOC_FSSETXATTR:
+		set_fsxattr(req, to_mfs(ino), in_buf, in_bufsz);
+		break;
+	default:
+		reply_err(req, -ENOTTY);
+	}
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -601,7 +770,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	X(readlink) X(mknod) X(mkdir) X(symlink) X(link) X(unlink) X(rmdir)      \
 	X(rename) X(open) X(create) X(read) X(write) X(flush) X(lseek) X(release)         \
 	X(fsync) X(opendir) X(readdir) X(readdirplus) X(releasedir) X(fsyncdir) \
-	X(statfs) X(access) X(setxattr) X(getxattr) X(listxattr) X(removexattr)
+	X(statfs) X(access) X(setxattr) X(getxattr) X(listxattr) X(removexattr)      \
+	X(fallocate) X(copy_file_range) X(ioctl)
 
 #define OP_ENUM(op) OP_##op,
 #define OP_NAME(op) #op,
@@ -701,6 +871,16 @@ TIMED(getxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
       (req, ino, name, size))
 TIMED(listxattr, (fuse_req_t req, fuse_ino_t ino, size_t size), (req, ino, size))
 TIMED(removexattr, (fuse_req_t req, fuse_ino_t ino, const char *name), (req, ino, name))
+TIMED(fallocate, (fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi), (req, ino, mode, off, len, fi))
+TIMED(copy_file_range, (fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags),
+      (req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags))
+TIMED(ioctl, (fuse_req_t req, fuse_ino_t ino, int cmd, void *arg,
+	      struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+	      size_t in_bufsz, size_t out_bufsz),
+      (req, ino, cmd, arg, fi, flags, in_buf, in_bufsz, out_bufsz))
 
 void mfs_fuse_attr_changed(void *arg, uint64_t ino)
 {
@@ -767,6 +947,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* The daemon caches pages itself; the kernel's writeback cache would
 	 * hold a second copy and reorder writes behind the journal's back. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* name_to_handle_at and open_by_handle_at (and NFS export): the
+	 * kernel looks up "." of an inode number it no longer holds. */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 }
 
 const struct fuse_lowlevel_ops mfs_fuse_ops = {
@@ -803,4 +987,7 @@ const struct fuse_lowlevel_ops mfs_fuse_ops = {
 	.getxattr = timed_getxattr,
 	.listxattr = timed_listxattr,
 	.removexattr = timed_removexattr,
+	.fallocate = timed_fallocate,
+	.copy_file_range = timed_copy_file_range,
+	.ioctl = timed_ioctl,
 };

@@ -56,6 +56,9 @@ int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask)
 
 	if (!cr || !mask)
 		return 0;
+	/* Before any mode or ACL, and for root too (inode_permission). */
+	if ((mask & W_OK) && (mfs_node_flags(n) & MFS_IMMUTABLE_FL))
+		return -EPERM;
 	pthread_mutex_lock(&n->lock);
 	mode = le16toh(n->raw.i_mode);
 	uid = le32toh(n->raw.i_uid);
@@ -75,7 +78,8 @@ static bool is_owner(struct mfs_node *n, const struct mfs_cred *cr)
 }
 
 /* Sticky directories: only the owner of the entry or of the directory
- * (or root) removes or renames it. */
+ * (or root) removes or renames it.  Nothing leaves an append-only
+ * directory, and an immutable or append-only inode keeps its names. */
 int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 		   const struct mfs_cred *cr)
 {
@@ -83,6 +87,8 @@ int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 
 	if (err)
 		return err;
+	if ((mfs_node_flags(dir) & MFS_APPEND_FL) || mfs_check_flags(victim, true))
+		return -EPERM;
 	if (!(node_mode(dir) & S_ISVTX) || is_owner(victim, cr) || is_owner(dir, cr))
 		return 0;
 	return -EPERM;
@@ -198,6 +204,22 @@ static int truncate_done(struct mfs_node *n)
 	return mfs_orphan_remove(n);
 }
 
+/* A truncation to the size a file has frees what a preallocation left past
+ * its end, as ext4 does.  Only zeroed blocks past the end are freed, so a
+ * crash half-way needs no orphan list. */
+static int truncate_same(struct mfs_node *n)
+{
+	uint64_t from = UT_DIV_ROUND_UP(node_size(n), n->fs->bs);
+	uint64_t end = mfs_max_file_blocks(n->fs->bs), data;
+	int err = set_size(n, node_size(n), false);
+
+	if (!err)
+		err = mfs_bmap_seek(n, from, end, true, &data);
+	if (!err && data < end)
+		err = mfs_bmap_truncate(n, from);
+	return err;
+}
+
 /* rwsem held for writing. */
 int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t size)
 {
@@ -207,8 +229,10 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t 
 	(void)cr;
 	if (size > mfs_max_file_size(n->fs->bs))
 		return -EFBIG;
+	if (size == old)
+		return truncate_same(n);
 	err = set_size(n, size, size < old);
-	if (err || size >= old)
+	if (err || size > old)
 		return err;
 	pc_truncate(n->map, size);
 	err = zero_tail(n, size, NULL);
@@ -275,10 +299,29 @@ static int check_mode(struct mfs_node *n, const struct mfs_cred *cr,
 	return -EPERM;
 }
 
+/* notify_change and do_truncate: an immutable or append-only inode keeps
+ * its mode, owners, given times and size; an immutable one its times. */
+static int setattr_flags(struct mfs_node *n, const struct mfs_setattr *sa)
+{
+	bool given = ((sa->valid & MFS_SET_ATIME) && !(sa->valid & MFS_SET_ATIME_NOW)) ||
+		     ((sa->valid & MFS_SET_MTIME) && !(sa->valid & MFS_SET_MTIME_NOW));
+
+	if ((sa->valid & (MFS_SET_MODE | MFS_SET_UID | MFS_SET_GID | MFS_SET_SIZE)) ||
+	    given)
+		return mfs_check_flags(n, true);
+	if (sa->valid & (MFS_SET_ATIME | MFS_SET_MTIME | MFS_SET_ATIME_NOW |
+			 MFS_SET_MTIME_NOW))
+		return mfs_check_flags(n, false);
+	return 0;
+}
+
 static int setattr_check(struct mfs_node *n, const struct mfs_cred *cr,
 			 const struct mfs_setattr *sa)
 {
-	int err = 0;
+	int err = setattr_flags(n, sa);
+
+	if (err)
+		return err;
 
 	if ((sa->valid & MFS_SET_MODE) && check_mode(n, cr, sa))
 		return -EPERM;
@@ -418,6 +461,8 @@ int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	if (!err && (sa->valid & ~(MFS_SET_SIZE | MFS_SET_BY_FILE)))
 		err = setattr_apply(n, cr, sa);
 	pthread_rwlock_unlock(&n->rwsem);
+	if (!err)
+		err = mfs_sync_if_flagged(n, false);
 	if (!err && st)
 		mfs_node_fill_stat(n, st);
 	mfs_iput(n);

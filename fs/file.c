@@ -20,25 +20,13 @@
 /* Pages per write handle. */
 #define WRITE_CHUNK 16u
 
-/* n is NULL for an inode in memory (special.c): the statistics file
- * reads @text, a region file its region. */
-struct mfs_file {
-	struct mfs_node *n;
-	int flags;
-	pthread_mutex_t ra_lock;
-	struct pc_ra_state ra;
-	char *text;
-	size_t text_len;
-	struct mfs_region *rgn;
-};
-
 /* n is NULL for a directory in memory, @ino. */
 struct mfs_dir {
 	struct mfs_node *n;
 	uint64_t ino;
 };
 
-static int open_mask(int flags)
+int mfs_open_mask(int flags)
 {
 	switch (flags & O_ACCMODE) {
 	case O_RDONLY: return R_OK;
@@ -66,10 +54,13 @@ static int open_checks(struct mfs_node *n, const struct mfs_cred *cr, int flags)
 {
 	uint16_t mode = node_mode(n);
 	/* An open to execute needs execute permission, not read. */
-	int mask = flags & MFS_O_EXEC ? X_OK : open_mask(flags), err;
+	int mask = flags & MFS_O_EXEC ? X_OK : mfs_open_mask(flags), err;
 
 	if (S_ISDIR(mode) && (mask & W_OK))
 		return -EISDIR;
+	if ((mfs_node_flags(n) & MFS_APPEND_FL) &&
+	    (((mask & W_OK) && !(flags & O_APPEND)) || (flags & O_TRUNC)))
+		return -EPERM;
 	if ((mask & W_OK) || (flags & O_TRUNC)) {
 		err = mfs_check_rw(n->fs);
 		if (err && (S_ISREG(mode) || S_ISDIR(mode)))
@@ -131,7 +122,7 @@ int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	if (err)
 		return err;
 	err = open_checks(n, cr, flags);
-	if (!err && (flags & O_TRUNC) && (open_mask(flags) & W_OK))
+	if (!err && (flags & O_TRUNC) && (mfs_open_mask(flags) & W_OK))
 		err = open_trunc(n, cr);
 	if (!err)
 		err = file_new(n, flags, out);
@@ -294,8 +285,9 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 
 /* ---- SEEK_DATA / SEEK_HOLE ----------------------------------------------- */
 
-/* Blocks are allocated when written, so the block map alone says where
- * data is; past i_size there is none, and the end of file is a hole. */
+/* Blocks are allocated when written (or preallocated, holding zeros), so
+ * the block map alone says where data is; past i_size there is none, and
+ * the end of file is a hole. */
 int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
 	      uint64_t *out)
 {
@@ -518,7 +510,7 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 	size_t done = 0;
 	int err;
 
-	if (f->rgn && !(open_mask(f->flags) & W_OK))
+	if (f->rgn && !(mfs_open_mask(f->flags) & W_OK))
 		return -EBADF;
 	if (f->rgn)
 		return mfs_region_write(fs, f->rgn, buf, size, off);
@@ -527,12 +519,13 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 		return err;
 	if (!S_ISREG(node_mode(n)))
 		return S_ISDIR(node_mode(n)) ? -EISDIR : -EINVAL;
-	if (!(open_mask(f->flags) & W_OK))
+	if (!(mfs_open_mask(f->flags) & W_OK))
 		return -EBADF;
 	pthread_rwlock_wrlock(&n->rwsem);
+	err = mfs_check_flags(n, false);     /* made immutable since the open */
 	if ((f->flags & O_APPEND) && !(flags & MFS_WRITE_AT))
 		off = node_size(n);
-	if (off >= max && size)
+	if (!err && off >= max && size)
 		err = -EFBIG;
 	size = UT_MIN((uint64_t)size, max - UT_MIN(off, max));
 	if (!err && size)
@@ -541,7 +534,9 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 		err = write_locked(n, cr, buf, size, off, &done);
 	pthread_rwlock_unlock(&n->rwsem);
 	atomic_fetch_add(&fs->st.writes, 1);
-	return done ? (ssize_t)done : err;
+	if (done)
+		err = mfs_sync_if_flagged(n, false);
+	return done && !err ? (ssize_t)done : err;
 }
 
 void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg)
@@ -552,18 +547,13 @@ void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg)
 
 /* ---- fsync --------------------------------------------------------------- */
 
-int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
+int mfs_fsync_node(struct mfs_node *n, bool datasync)
 {
-	struct mfs_node *n;
+	struct mfs_fs *fs = n->fs;
 	uint32_t tid;
 	bool wait;
 	int err, e;
 
-	if (mfs_special_ino(ino))
-		return mfs_special_fsync(fs, ino);
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
 	atomic_fetch_add(&fs->st.fsyncs, 1);
 	err = mfs_jdata_flush(n);
 	if (!err && n->map && !S_ISDIR(node_mode(n)))
@@ -575,8 +565,22 @@ int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
 	e = wait ? jnl_commit_wait(fs->j, tid) : 0;
 	err = err ? err : e;
 	e = bdev_flush(fs->bd);
-	mfs_iput(n);
 	return err ? err : e;
+}
+
+int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
+{
+	struct mfs_node *n;
+	int err;
+
+	if (mfs_special_ino(ino))
+		return mfs_special_fsync(fs, ino);
+	err = mfs_iget(fs, ino, &n);
+	if (err)
+		return err;
+	err = mfs_fsync_node(n, datasync);
+	mfs_iput(n);
+	return err;
 }
 
 /* ---- directories --------------------------------------------------------- */

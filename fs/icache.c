@@ -311,6 +311,29 @@ int mfs_iget_cached(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
 	return n ? 0 : -ENOENT;
 }
 
+/*
+ * An inode by number alone, as a file handle names it: one that is free,
+ * unlinked, or of the reserved range (other than the root) is stale.  A
+ * number used again is another inode, which the caller tells apart by
+ * its generation.
+ */
+int mfs_iget_handle(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
+{
+	int err;
+
+	if (ino != MFS_ROOT_INO && (ino < MFS_FIRST_INO || ino > fs->ninodes))
+		return -ESTALE;
+	err = mfs_ino_in_use(fs, (uint32_t)ino);
+	if (err <= 0)
+		return err ? err : -ESTALE;
+	err = iget(fs, ino, true, out);
+	if (!err && (!(*out)->raw.i_links_count || !node_mode(*out))) {
+		mfs_iput(*out);
+		err = -ESTALE;
+	}
+	return err;
+}
+
 int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
 	     struct mfs_node **out)
 {

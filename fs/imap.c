@@ -294,6 +294,68 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 	return err;
 }
 
+/*
+ * Preallocation: the format has no "unwritten" state, so a preallocated
+ * block must read as zeros from the moment it is mapped.  The zeros are
+ * written straight to the disk, and waited for, while map_lock is still
+ * held for writing: a reader that maps the block (readpage takes the lock
+ * for reading) finds them, never the bytes a previous owner left.  They
+ * complete before the handle stops, so the flush that precedes the commit
+ * mapping the blocks covers them (journal invariant C3), whatever the
+ * data mode.
+ */
+struct zrun {
+	struct mfs_fs *fs;
+	const void *zeros;           /* @max blocks of zeros */
+	uint64_t max, start, len;
+};
+
+static int zrun_flush(struct zrun *z)
+{
+	int err = 0;
+
+	if (z->len)
+		err = bdev_write(z->fs->bd, z->start * z->fs->bs, z->zeros,
+				 z->len * z->fs->bs);
+	z->len = 0;
+	return err;
+}
+
+static int zrun_add(struct zrun *z, uint64_t blk)
+{
+	int err = 0;
+
+	if (z->len && blk == z->start + z->len && z->len < z->max) {
+		z->len++;
+		return 0;
+	}
+	err = zrun_flush(z);
+	z->start = blk;
+	z->len = 1;
+	return err;
+}
+
+int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
+		      uint64_t end, const void *zeros, uint64_t zblocks)
+{
+	struct zrun z = { .fs = n->fs, .zeros = zeros, .max = zblocks };
+	int err = 0;
+
+	pthread_rwlock_wrlock(&n->map_lock);
+	for (uint64_t b = first; b < end && !err; b++) {
+		uint64_t pblk;
+		bool isnew;
+
+		err = alloc_locked(n, h, b, &pblk, &isnew);
+		if (!err && isnew)
+			err = zrun_add(&z, pblk);
+	}
+	if (!err)
+		err = zrun_flush(&z);
+	pthread_rwlock_unlock(&n->map_lock);
+	return err;
+}
+
 /* ---- truncation ---------------------------------------------------------- */
 
 /* Credits one truncation step may use; it stops with a margin left. */
@@ -310,7 +372,7 @@ uint64_t mfs_truncate_credits(struct mfs_fs *fs)
 struct trunc {
 	struct mfs_node *n;
 	struct jnl_handle *h;
-	uint64_t from;               /* first logical block to free */
+	uint64_t from, end;          /* logical blocks [from, end) to free */
 	bool meta;                   /* the data blocks are journalled */
 	int credits;                 /* left in the handle (an estimate) */
 	uint64_t freed;
@@ -410,6 +472,8 @@ static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
 		pc_lock_page(pg);
 		slot = ind_ptrs(pg)[i];
 		pc_unlock_page(pg);
+		if (cbase >= t->end)
+			break;
 		if (!slot || (depth == 1 && cbase < t->from))
 			continue;
 		err = trunc_child(t, &slot, depth, cbase);
@@ -423,7 +487,10 @@ static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
 	if (!err)
 		err = jnl_dirty(t->h, blk);
 	pc_put_page(pg);
-	*gone = !err && !t->more && base >= t->from;
+	/* An indirect block goes only when its whole span is freed: one a
+	 * punched hole covers in part stays, even if left empty. */
+	*gone = !err && !t->more && base >= t->from &&
+		base + t->span[depth] <= t->end;
 	return err;
 }
 
@@ -433,7 +500,8 @@ static int trunc_top(struct trunc *t)
 	uint64_t base = MFS_NDIR_BLOCKS;
 	int err = 0;
 
-	for (uint64_t b = t->from; b < MFS_NDIR_BLOCKS && !err && !out_of_credits(t); b++) {
+	for (uint64_t b = t->from; b < UT_MIN(t->end, MFS_NDIR_BLOCKS) && !err &&
+	     !out_of_credits(t); b++) {
 		uint32_t slot = n->raw.i_block[b];
 
 		if (slot)
@@ -445,7 +513,7 @@ static int trunc_top(struct trunc *t)
 	for (int d = 1; d <= 3 && !err && !out_of_credits(t); d++) {
 		uint32_t slot = n->raw.i_block[MFS_NDIR_BLOCKS + d - 1];
 
-		if (slot && base + t->span[d] > t->from)
+		if (slot && base + t->span[d] > t->from && base < t->end)
 			err = trunc_child(t, &slot, d + 1, base);
 		pthread_mutex_lock(&n->lock);
 		n->raw.i_block[MFS_NDIR_BLOCKS + d - 1] = slot;
@@ -456,12 +524,13 @@ static int trunc_top(struct trunc *t)
 }
 
 /* One handle's worth of freeing; *@more if blocks are left. */
-static int trunc_step(struct mfs_node *n, uint64_t from, bool *more)
+static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *more)
 {
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
 	uint32_t credits = (uint32_t)mfs_truncate_credits(fs);
-	struct trunc t = { .n = n, .h = &h, .from = from, .credits = (int)credits - 1,
+	struct trunc t = { .n = n, .h = &h, .from = from, .end = end,
+			   .credits = (int)credits - 1,
 			   .meta = !S_ISREG(node_mode(n)) || atomic_load(&n->jdata) };
 	int err = mfs_jstart(fs, credits, &h);
 
@@ -485,16 +554,21 @@ static int trunc_step(struct mfs_node *n, uint64_t from, bool *more)
 	return mfs_jstop(fs, &h, err);
 }
 
-int mfs_bmap_truncate(struct mfs_node *n, uint64_t from)
+int mfs_bmap_free_range(struct mfs_node *n, uint64_t from, uint64_t end)
 {
-	bool more = true;
+	bool more = from < end;
 	int err = 0;
 
 	if (S_ISLNK(node_mode(n)) && mfs_inode_is_fast_symlink(&n->raw))
 		return 0;
 	while (more && !err)
-		err = trunc_step(n, from, &more);
+		err = trunc_step(n, from, end, &more);
 	return err;
+}
+
+int mfs_bmap_truncate(struct mfs_node *n, uint64_t from)
+{
+	return mfs_bmap_free_range(n, from, UINT64_MAX);
 }
 
 /* ---- the mapping of a file's pages --------------------------------------- */

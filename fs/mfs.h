@@ -423,6 +423,32 @@ int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
  */
 typedef void (*mfs_attr_changed_fn)(void *arg, uint64_t ino);
 void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg);
+/*
+ * fallocate(2) on an open file: @mode 0 (preallocate, the size grows),
+ * FALLOC_FL_KEEP_SIZE (preallocate past the end too, the size stays),
+ * FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE with or
+ * without FALLOC_FL_KEEP_SIZE; any other mode is -EOPNOTSUPP.
+ * Preallocated blocks read as zeros; those past the end stay until a
+ * truncation to a size at or below the current one.
+ */
+int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
+		  struct mfs_file *f, int mode, uint64_t off, uint64_t len);
+/* copy_file_range(2) between two open files of the filesystem (@flags
+ * must be 0); returns the bytes copied, short only at the source's end.
+ * A hole of the source over a hole of the destination stays a hole. */
+ssize_t mfs_copy_file_range(struct mfs_fs *fs, const struct mfs_cred *cr,
+			    struct mfs_file *in, uint64_t off_in,
+			    struct mfs_file *out, uint64_t off_out, size_t len,
+			    unsigned int flags);
+/*
+ * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (chattr, lsattr): the inode flags
+ * MFS_*_FL (Linux's FS_*_FL values).  Setting any other flag is
+ * -EOPNOTSUPP; changing MFS_IMMUTABLE_FL or MFS_APPEND_FL needs root
+ * (CAP_LINUX_IMMUTABLE), the others the owner or root.
+ */
+int mfs_get_flags(struct mfs_fs *fs, uint64_t ino, uint32_t *flags);
+int mfs_set_flags(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
+		  uint32_t flags);
 /* fsync(2) / fdatasync(2) of an inode (files and directories). */
 int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync);
 int mfs_release(struct mfs_fs *fs, struct mfs_file *f);

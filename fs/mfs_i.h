@@ -185,6 +185,25 @@ struct mfs_node {
 	uint32_t xattr_seq;
 };
 
+/* ---- open files ---------------------------------------------------------- */
+
+struct mfs_region;
+
+/* n is NULL for an inode in memory (special.c): the statistics file
+ * reads @text, a region file its region. */
+struct mfs_file {
+	struct mfs_node *n;
+	int flags;
+	pthread_mutex_t ra_lock;
+	struct pc_ra_state ra;
+	char *text;
+	size_t text_len;
+	struct mfs_region *rgn;
+};
+
+/* R_OK, W_OK or both, as an open with @flags may read or write. */
+int mfs_open_mask(int flags);
+
 /* ---- helpers across files ------------------------------------------------ */
 
 /* Log a line naming what is damaged, mark the superblock on the disk
@@ -245,6 +264,8 @@ int mfs_iget(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
 /* The node of @ino if it is in memory (-ENOENT if not): never reads the
  * disk, where the inode may have been freed since. */
 int mfs_iget_cached(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
+/* mfs_iget of a number from a file handle: -ESTALE when it is free. */
+int mfs_iget_handle(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
 /* New inode @ino, made from @raw; in the cache, one reference. */
 int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
 	     struct mfs_node **out);
@@ -276,6 +297,10 @@ bool mfs_wait_forgotten(struct mfs_fs *fs, uint64_t seq, const struct timespec *
 static inline uint16_t node_mode(struct mfs_node *n)
 {
 	return le16toh(n->raw.i_mode);
+}
+static inline uint32_t mfs_node_flags(struct mfs_node *n)
+{
+	return le32toh(n->raw.i_flags);
 }
 static inline uint64_t node_size(struct mfs_node *n)
 {
@@ -340,9 +365,20 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 		   uint64_t *pblk, bool *isnew);
 /* Worst-case blocks (data plus indirect) to map @n blocks. */
 uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n);
+/*
+ * Map every hole of [@first, @end) to a new block that is zeroed on the
+ * disk before anyone can read it through the map; the caller holds the
+ * rwsem for writing and a handle, and has reserved the blocks.  @zeros
+ * holds @zblocks blocks of zeros.
+ */
+int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
+		      uint64_t end, const void *zeros, uint64_t zblocks);
 /* Free every block from logical block @from on, in as many handles as it
  * takes. */
 int mfs_bmap_truncate(struct mfs_node *n, uint64_t from);
+/* Free the blocks of [@from, @end) likewise (a punched hole): indirect
+ * blocks whose whole span is freed go too, others stay, even empty. */
+int mfs_bmap_free_range(struct mfs_node *n, uint64_t from, uint64_t end);
 uint64_t mfs_truncate_credits(struct mfs_fs *fs);
 
 /* dir.c */
@@ -430,6 +466,17 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 /* Before the file grows past @old under @h: zeros after @old in its
  * last block, ordered before the new size. */
 int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
+
+/* flags.c: the inode flags' rules */
+/* fsync of @n: its pages home, its last transaction committed. */
+int mfs_fsync_node(struct mfs_node *n, bool datasync);
+/* chattr +S on @n (or +D on a directory, with @dir): the change just
+ * made commits before the call returns.  No lock or handle held. */
+int mfs_sync_if_flagged(struct mfs_node *n, bool dir);
+/* -EPERM if @n is immutable, or (with @append) append-only. */
+int mfs_check_flags(struct mfs_node *n, bool append);
+/* A new inode's flags, from its directory's: what ext4 passes down. */
+uint32_t mfs_inherit_flags(struct mfs_node *dir, uint16_t mode);
 
 /* ctl.c: the control directory and its statistics file, in memory
  * (through special.c) */

@@ -47,6 +47,24 @@ static void hand_out(struct mfs_node *n, struct stat *st, uint64_t *gen)
 	mfs_iget_lookup(n);
 }
 
+/*
+ * "." of any inode is the inode itself: the kernel asks so when it turns a
+ * file handle back into an inode it no longer holds (the path walk never
+ * sends "."), and compares the generation with the handle's.
+ */
+static int lookup_self(struct mfs_fs *fs, uint64_t ino, struct stat *st,
+		       uint64_t *gen)
+{
+	struct mfs_node *n;
+	int err = mfs_iget_handle(fs, ino, &n);
+
+	if (err)
+		return err == -ESTALE ? -ENOENT : err;
+	hand_out(n, st, gen);
+	mfs_iput(n);
+	return 0;
+}
+
 int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 	       const char *name, struct stat *st, uint64_t *gen)
 {
@@ -55,6 +73,8 @@ int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 	size_t len;
 	int err = check_name(name, &len);
 
+	if (!err && !strcmp(name, ".") && !mfs_special_ino(dirino))
+		return lookup_self(fs, dirino, st, gen);
 	if (!err && mfs_special_name(dirino, name))
 		return mfs_special_lookup(fs, cr, dirino, name, st, gen);
 	if (!err)
@@ -110,6 +130,7 @@ static void new_raw(struct mfs_fs *fs, struct mfs_node *dir, const struct mfs_cr
 	raw->i_atime_nsec = raw->i_mtime_nsec = raw->i_ctime_nsec =
 		raw->i_crtime_nsec = htole32((uint32_t)now.tv_nsec);
 	raw->i_generation = htole32(atomic_fetch_add(&fs->next_gen, 1));
+	raw->i_flags = htole32(mfs_inherit_flags(dir, (uint16_t)mode));
 	if (S_ISCHR(mode) || S_ISBLK(mode))
 		raw->i_rdev = htole64((uint64_t)ni->rdev);
 }
@@ -294,7 +315,11 @@ int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirin
 	pthread_rwlock_wrlock(&dir->rwsem);
 	err = create_locked(dir, cr, name, len, ni, &n);
 	pthread_rwlock_unlock(&dir->rwsem);
+	if (!err)
+		err = mfs_sync_if_flagged(dir, true);
 	mfs_iput(dir);
+	if (err && n)
+		mfs_iput(n);
 	if (err)
 		return err;
 	hand_out(n, st, gen);
@@ -502,7 +527,7 @@ int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	if (err)
 		return err;
 	err = mfs_iget(fs, ino, &n);
-	if (!err && S_ISDIR(node_mode(n))) {
+	if (!err && (S_ISDIR(node_mode(n)) || mfs_check_flags(n, true))) {
 		mfs_iput(n);
 		err = -EPERM;
 	}
@@ -513,6 +538,8 @@ int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	lock_two(dir, n);
 	err = link_locked(n, dir, cr, newname, len);
 	unlock_two(dir, n);
+	if (!err)
+		err = mfs_sync_if_flagged(dir, true);
 	if (!err)
 		hand_out(n, st, gen);
 	mfs_iput(n);
@@ -601,6 +628,8 @@ static int remove_name(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t di
 		err = remove_locked(dir, victim, cr, &loc, rmdir);
 		unlock_two(dir, victim);
 		mfs_iput(victim);
+		if (!err)
+			err = mfs_sync_if_flagged(dir, true);
 	}
 	mfs_iput(dir);
 	return err;

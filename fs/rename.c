@@ -404,6 +404,10 @@ int mfs_rename(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 	err = get_dir(fs, newdir, &r.ddir);
 	if (!err) {
 		err = rename_dirs(&r);
+		if (!err)
+			err = mfs_sync_if_flagged(r.sdir, true);
+		if (!err && r.ddir != r.sdir)
+			err = mfs_sync_if_flagged(r.ddir, true);
 		mfs_iput(r.ddir);
 	}
 	mfs_iput(r.sdir);

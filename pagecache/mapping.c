@@ -332,20 +332,28 @@ static void truncate_partial(struct pc_mapping *m, struct pc_page *p,
 	pc_unlock_page(p);
 }
 
-void pc_truncate(struct pc_mapping *m, uint64_t from)
+void pc_truncate_pages(struct pc_mapping *m, uint64_t first, uint64_t end)
 {
-	struct pc_cache *c = m->cache;
 	struct pc_page *batch[BATCH];
 	struct pc_iter it;
 	unsigned int n;
 
-	pc_iter_init(m, &it, first_whole_page(c, from), UINT64_MAX);
+	if (first >= end)
+		return;
+	pc_iter_init(m, &it, first, end);
 	while ((n = pc_iter_next(m, &it, batch, BATCH))) {
 		for (unsigned int i = 0; i < n; i++) {
 			truncate_page(m, batch[i]);
 			pc_put_page(batch[i]);
 		}
 	}
+}
+
+void pc_truncate(struct pc_mapping *m, uint64_t from)
+{
+	struct pc_cache *c = m->cache;
+
+	pc_truncate_pages(m, first_whole_page(c, from), UINT64_MAX);
 	if (from % c->block_size) {
 		struct pc_page *p = pc_index_get(m, from / c->block_size);
 

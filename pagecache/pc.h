@@ -405,6 +405,9 @@ void *pc_detach_private(struct pc_page *page);
  * mapping (pc_page_mapping() becomes NULL) and freed at their last put.
  */
 void pc_truncate(struct pc_mapping *m, uint64_t from);
+/* Remove the pages of indexes [@first, @end) as pc_truncate removes whole
+ * pages (a hole punched in a file). */
+void pc_truncate_pages(struct pc_mapping *m, uint64_t first, uint64_t end);
 /*
  * Drop the clean pages from byte @from on that nobody uses (not locked,
  * dirty, under writeback or referenced), releasing private data through

@@ -9,7 +9,8 @@
  * entries, across directories, directories too, RENAME_EXCHANGE), link,
  * unlink (of open files too: the orphan list), mkdir, rmdir, symlink
  * (fast and slow), chmod, utimens, user xattrs set and removed (in the
- * inode and in a block), fsync and fdatasync of files, fsync of
+ * inode and in a block), fallocate (preallocation, punched holes, zeroed
+ * ranges), fsync and fdatasync of files, fsync of
  * directories, closing open files, now and then syncfs, and at the end
  * unmount.  The model notes what each operation did and which entries of
  * the device's log it spans.
@@ -85,6 +86,7 @@
  *                             none with a seed given)
  */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -733,6 +735,43 @@ static bool do_truncate(struct world *w)
 	return true;
 }
 
+/* fallocate: preallocation (the size grows through the chunks' sizes, as
+ * a write's), a punched hole, a zeroed range; never past the end with
+ * KEEP_SIZE alone, which would leave blocks past the end. */
+static bool do_falloc(struct world *w)
+{
+	static const int modes[] = { 0, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				     FALLOC_FL_ZERO_RANGE };
+	int id = pick(w, live_reg), mode = modes[rnd(3)];
+	struct node *n = id >= 0 ? &w->n[id] : NULL;
+	struct mfs_file *f;
+	uint32_t off, len, old;
+
+	if (!n || !n->nlink)
+		return false;
+	off = write_off(n);              /* UT_MIN would draw twice */
+	off = UT_MIN(off, MAX_FILE - 1);
+	len = write_len();
+	len = UT_MIN(len, MAX_FILE - off);
+	op_begin(w, "fallocate %d %" PRIu32 " at %" PRIu32 " to %" PRIu32, mode, len, off,
+		 n->ino);
+	t_ok(mfs_open(w->fs, &tf_root, n->ino, O_RDWR, &f));
+	t_ok(mfs_fallocate(w->fs, &tf_root, f, mode, off, len));
+	t_ok(mfs_release(w->fs, f));
+	n = &w->n[id];
+	old = n->size;
+	if (mode && off < n->size)
+		memset(n->data + off, 0, UT_MIN(off + len, n->size) - off);
+	if (!(mode & FALLOC_FL_KEEP_SIZE))
+		n->size = UT_MAX(n->size, off + len);
+	ver_push(w, id, old);
+	touched(w, id);
+	if (n->size != old)
+		n->last_size_op = w->cur;
+	op_end(w);
+	return true;
+}
+
 /* Levels of directories below @id. */
 static uint32_t height_of(const struct world *w, int id)
 {
@@ -1037,7 +1076,7 @@ static const struct {
 	{ do_create, 12 }, { do_write, 22 }, { do_truncate, 6 }, { do_rename, 9 },
 	{ do_link, 4 }, { do_unlink, 7 }, { do_mkdir, 4 }, { do_symlink, 4 },
 	{ do_setattr, 5 }, { do_fsync, 11 }, { do_fsync_dir, 4 }, { do_close, 4 },
-	{ do_syncfs, 1 }, { do_xattr, 4 },
+	{ do_syncfs, 1 }, { do_xattr, 4 }, { do_falloc, 5 },
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/falloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,8 @@ enum fop {
 	FOP_OTRUNC,
 	FOP_FADVISE,
 	FOP_XATTR,
+	FOP_FALLOC,
+	FOP_SEEK,
 	FOP_NKINDS
 };
 
@@ -57,6 +60,8 @@ const struct mfsx_opkind mfsx_file_kinds[] = {
 	[FOP_OTRUNC] = { "otrunc", 1 },
 	[FOP_FADVISE] = { "fadvise", 2 },
 	[FOP_XATTR] = { "xattr", 4 },
+	[FOP_FALLOC] = { "fallocate", 6 },
+	[FOP_SEEK] = { "seek", 4 },
 };
 const unsigned mfsx_file_nkinds = FOP_NKINDS;
 
@@ -676,6 +681,113 @@ static void op_fadvise(void)
 		mfsx_fail("posix_fadvise: %s", strerror(err));
 }
 
+/* ---- fallocate and SEEK_DATA / SEEK_HOLE ---- */
+
+static const struct {
+	int mode;
+	const char *name;
+} falloc_modes[] = {
+	{ 0, "allocate" },
+	{ FALLOC_FL_KEEP_SIZE, "allocate, keep size" },
+	{ FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, "punch hole" },
+	{ FALLOC_FL_ZERO_RANGE, "zero range" },
+	{ FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, "zero range, keep size" },
+};
+
+/* Modes the filesystem refused with EOPNOTSUPP are not tried again. */
+static unsigned falloc_unsupported;
+
+/* Punch and zero range turn the model's bytes in range to zeros; the
+ * modes without KEEP_SIZE grow it like a write. */
+static void model_falloc(int mode, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+		struct window *w = window_at(off);
+		uint64_t hi = min64(end, F.size);
+
+		if (w && off < hi)
+			memset(w->buf + (off - w->base), 0, hi - off);
+	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > F.size)
+		F.size = end;
+}
+
+static void op_falloc(void)
+{
+	unsigned k = (unsigned)mfsx_below(sizeof(falloc_modes) / sizeof(falloc_modes[0]));
+	int mode = falloc_modes[k].mode;
+	uint64_t off, len;
+
+	if (falloc_unsupported & (1u << k))
+		return;
+	pick_range(&off, &len);
+	mfsx_log("fallocate %s 0x%" PRIx64 "..0x%" PRIx64 " (0x%" PRIx64 " bytes)%s",
+		 falloc_modes[k].name, off, off + len, len, off + len > F.size ? ", past EOF" : "");
+	if (fallocate(F.fd, mode, (off_t)off, (off_t)len) != 0) {
+		if (errno != EOPNOTSUPP)
+			mfsx_fail("fallocate %s: %s", falloc_modes[k].name, strerror(errno));
+		mfsx_log("fallocate %s: not supported here", falloc_modes[k].name);
+		falloc_unsupported |= 1u << k;
+		return;
+	}
+	model_falloc(mode, off, len);
+	check_size();
+	check_range("fallocate, read back", off, len);
+}
+
+/* No byte of the model in [lo, hi) is other than zero. */
+static bool model_zero(uint64_t lo, uint64_t hi)
+{
+	for (uint64_t off = lo; off < hi;) {
+		uint64_t n = piece(off, hi - off);
+		const unsigned char *m = model_at(off);
+
+		for (uint64_t i = 0; m && i < n; i++)
+			if (m[i])
+				return false;
+		off += n;
+	}
+	return true;
+}
+
+/*
+ * SEEK_DATA may take a preallocated or a zeroed range for data or a hole
+ * (filesystems differ), but never skips a byte that is not zero, and a
+ * byte that is not zero is data.
+ */
+static void op_seek(void)
+{
+	uint64_t off, len;
+	off_t data, hole;
+
+	pick_range(&off, &len);
+	data = lseek(F.fd, (off_t)off, SEEK_DATA);
+	hole = lseek(F.fd, (off_t)off, SEEK_HOLE);
+	mfsx_log("seek 0x%" PRIx64 ": data at 0x%jx, hole at 0x%jx", off, (intmax_t)data,
+		 (intmax_t)hole);
+	if (off >= F.size) {
+		if (data >= 0 || hole >= 0 || errno != ENXIO)
+			mfsx_fail("SEEK_DATA/SEEK_HOLE at or past EOF 0x%" PRIx64 " gave 0x%jx, "
+				  "0x%jx, not ENXIO", F.size, (intmax_t)data, (intmax_t)hole);
+		return;
+	}
+	if (hole < 0 || (uint64_t)hole < off || (uint64_t)hole > F.size)
+		mfsx_fail("SEEK_HOLE from 0x%" PRIx64 " gave 0x%jx (size 0x%" PRIx64 ")", off,
+			  (intmax_t)hole, F.size);
+	if (data < 0 && errno != ENXIO)
+		mfsx_fail("SEEK_DATA from 0x%" PRIx64 ": %s", off, strerror(errno));
+	if (data >= 0 && ((uint64_t)data < off || (uint64_t)data >= F.size))
+		mfsx_fail("SEEK_DATA from 0x%" PRIx64 " gave 0x%jx (size 0x%" PRIx64 ")", off,
+			  (intmax_t)data, F.size);
+	if (!model_zero(off, data < 0 ? F.size : (uint64_t)data))
+		mfsx_fail("SEEK_DATA from 0x%" PRIx64 " skipped to 0x%jx over bytes that are "
+			  "not zero", off, (intmax_t)data);
+	if (!model_zero(off, off + 1) && (data < 0 || (uint64_t)data != off))
+		mfsx_fail("byte 0x%" PRIx64 " is data, SEEK_DATA says 0x%jx", off, (intmax_t)data);
+}
+
 static void run_op(void)
 {
 	enum fop kind;
@@ -698,6 +810,8 @@ static void run_op(void)
 	case FOP_OTRUNC: op_reopen(kind, ""); break;
 	case FOP_FADVISE: op_fadvise(); break;
 	case FOP_XATTR: mfsx_xattr_op(F.fd); break;
+	case FOP_FALLOC: op_falloc(); break;
+	case FOP_SEEK: op_seek(); break;
 	case FOP_NKINDS: break;
 	}
 }
