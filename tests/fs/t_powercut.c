@@ -473,6 +473,9 @@ static bool trace;                /* MISCFS_CRASH_TRACE: print each operation */
 /* File data goes through the journal: each block after a cut is whole
  * from one version, never a mix of two writes. */
 static bool data_journalled;
+/* MISCFS_CRASH_DATA=jflag: an ordered mount whose root has the j
+ * attribute, which every file and directory made below it inherits. */
+static bool jflag;
 
 static void op_begin(struct world *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -1107,6 +1110,8 @@ static void world_start(struct world *w)
 
 	w->bd = tf_mkfs(BS, DEV_BYTES);
 	w->fs = tf_mount_opts(w->bd, &mount_opts);
+	if (jflag)
+		t_ok(mfs_set_flags(w->fs, &tf_root, MFS_ROOT_INO, MFS_JOURNAL_DATA_FL));
 	t_ok(mfs_getattr(w->fs, MFS_ROOT_INO, &st));
 	walk(w->fs, MFS_ROOT_INO, "", 0, &w->base);
 	op_begin(w, "mkfs");
@@ -1694,10 +1699,14 @@ static void read_config(struct config *cf)
 	cf->min_states = (unsigned long)env_num("MISCFS_CRASH_MIN", 2000);
 	trace = env_num("MISCFS_CRASH_TRACE", 0);
 	if (getenv("MISCFS_CRASH_DATA")) {
-		t_assert(!strcmp(getenv("MISCFS_CRASH_DATA"), "journal"),
-			 "MISCFS_CRASH_DATA=%s: only journal is known",
-			 getenv("MISCFS_CRASH_DATA"));
-		mount_opts.data = MFS_DATA_JOURNAL;
+		const char *d = getenv("MISCFS_CRASH_DATA");
+
+		t_assert(!strcmp(d, "journal") || !strcmp(d, "jflag"),
+			 "MISCFS_CRASH_DATA=%s: journal or jflag", d);
+		if (!strcmp(d, "journal"))
+			mount_opts.data = MFS_DATA_JOURNAL;
+		else
+			jflag = true;
 		data_journalled = true;
 	}
 	if (st && *st) {
