@@ -182,6 +182,47 @@ static void test_read_back_from_journal(void)
 	bdev_close(bd);
 }
 
+/*
+ * chattr -j: the file's journalled copies must not come back over what it
+ * writes directly afterwards.  Its last journalled version is in the log,
+ * not yet home, when the flag goes; then it is rewritten in ordered mode
+ * and fsynced; a crash must find the ordered write, not a replay of the
+ * older copy.  And chattr +j on a file with dirty ordered pages keeps them.
+ */
+static void test_switch_flag(void)
+{
+	struct mfs_mount_opts o = jopts;
+	struct bdev *bd = tf_mkfs(BS, 16u << 20), *img;
+	struct mfs_fs *fs;
+	uint64_t ino;
+	char buf[4 * BS], got[4 * BS];
+
+	o.data = MFS_DATA_ORDERED;
+	fs = tf_mount_opts(bd, &o);
+	ino = create(fs, "f");
+	memset(buf, 'a', sizeof(buf));
+	put(fs, ino, buf, sizeof(buf), 0);         /* ordered, dirty */
+	t_ok(mfs_set_flags(fs, &tf_root, ino, MFS_JOURNAL_DATA_FL));
+	memset(buf, 'b', BS);
+	put(fs, ino, buf, BS, 0);                  /* journalled, pending */
+	t_ok(mfs_fsync(fs, ino, false));           /* in the log only */
+	bdev_mem_record(bd, true);
+	t_ok(mfs_set_flags(fs, &tf_root, ino, 0));
+	memset(buf, 'c', BS);
+	put(fs, ino, buf, BS, 0);                  /* ordered again */
+	t_ok(mfs_fsync(fs, ino, false));
+	t_ok(bdev_mem_crash_image(bd, bdev_mem_log_count(bd), BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(mfs_unmount(fs));
+	fs = tf_mount(img);
+	get(fs, ino, got, sizeof(got), 0);
+	for (uint32_t i = 0; i < sizeof(got); i++)
+		t_assert(got[i] == (i < BS ? 'c' : 'a'), "byte %" PRIu32 " is '%c' after "
+			 "chattr -j and a crash", i, got[i]);
+	tf_unmount_check(fs, img);
+	bdev_close(img);
+	bdev_close(bd);
+}
+
 /* ---- a writer racing the journal ----------------------------------------- */
 
 #define RACE_BLOCKS 8u
@@ -363,6 +404,7 @@ int main(void)
 	test_rewrite_logged_once();
 	test_truncate_ends_pending();
 	test_freed_while_queued();
+	test_switch_flag();
 	test_read_back_from_journal();
 	test_writer_races_journal();
 	test_small_journal_rewrite(4096);
