@@ -233,11 +233,21 @@ int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
 	return err;
 }
 
+/*
+ * Only within i_size, as map_page() reads: a truncation sets the size,
+ * drops the pages and then frees the blocks, and a page read in between
+ * must come back as a hole, not from the journal's copy of a block about
+ * to go (it would stay cached past the end, and show when the file grows).
+ */
 bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg)
 {
-	uint64_t pblk = 0;
+	uint64_t pblk = 0, pages;
 
-	if (mfs_bmap_lookup(n, pc_page_index(pg), &pblk) || !pblk ||
+	pthread_mutex_lock(&n->lock);
+	pages = UT_DIV_ROUND_UP(node_size(n), n->fs->bs);
+	pthread_mutex_unlock(&n->lock);
+	if (pc_page_index(pg) >= pages ||
+	    mfs_bmap_lookup(n, pc_page_index(pg), &pblk) || !pblk ||
 	    jnl_read_data(n->fs->j, pblk, pg->data) != 1)
 		return false;
 	pc_end_read(pg, 0);

@@ -223,6 +223,65 @@ static void test_switch_flag(void)
 	bdev_close(bd);
 }
 
+/*
+ * A reader racing a truncation: pages it reads past the new end, while
+ * the blocks are still mapped, must not come from the journal's copies
+ * and stay cached, to show when the file grows again.
+ */
+#define TR_BLOCKS 48u
+
+struct tr {
+	struct mfs_fs *fs;
+	uint64_t ino;
+	_Atomic bool stop;
+};
+
+static void *tr_reader(void *arg)
+{
+	struct tr *r = arg;
+	struct mfs_file *f;
+	char *buf = malloc(TR_BLOCKS * BS);
+
+	t_ok(mfs_open(r->fs, &tf_root, r->ino, O_RDONLY, &f));
+	while (!atomic_load(&r->stop))
+		t_assert(mfs_read(r->fs, f, buf, TR_BLOCKS * BS, 0) >= 0, "read");
+	t_ok(mfs_release(r->fs, f));
+	free(buf);
+	return NULL;
+}
+
+static void test_truncate_races_reader(void)
+{
+	struct bdev *bd = tf_mkfs(BS, 16u << 20);
+	struct tr r = { .fs = tf_mount_opts(bd, &jopts) };
+	struct mfs_setattr down = { .valid = MFS_SET_SIZE, .size = BS };
+	struct mfs_setattr up = { .valid = MFS_SET_SIZE, .size = TR_BLOCKS * BS };
+	char *buf = malloc(TR_BLOCKS * BS);
+	pthread_t t;
+
+	r.ino = create(r.fs, "f");
+	atomic_store(&r.stop, false);
+	t_ok(-pthread_create(&t, NULL, tr_reader, &r));
+	for (int i = 0; i < 300; i++) {
+		memset(buf, 'A' + i % 26, TR_BLOCKS * BS);
+		put(r.fs, r.ino, buf, TR_BLOCKS * BS, 0);  /* grows: journalled */
+		t_ok(mfs_setattr(r.fs, &tf_root, r.ino, &down, NULL));
+		t_ok(mfs_setattr(r.fs, &tf_root, r.ino, &up, NULL));
+		get(r.fs, r.ino, buf, TR_BLOCKS * BS, 0);
+		for (uint32_t k = BS; k < TR_BLOCKS * BS; k++)
+			t_assert(!buf[k], "round %d: byte %" PRIu32 " is '%c' after a "
+				 "truncation down and up, not zero", i, k, buf[k]);
+		down.size = 0;
+		t_ok(mfs_setattr(r.fs, &tf_root, r.ino, &down, NULL));
+		down.size = BS;
+	}
+	atomic_store(&r.stop, true);
+	pthread_join(t, NULL);
+	free(buf);
+	tf_unmount_check(r.fs, bd);
+	bdev_close(bd);
+}
+
 /* ---- a writer racing the journal ----------------------------------------- */
 
 #define RACE_BLOCKS 8u
@@ -405,6 +464,7 @@ int main(void)
 	test_truncate_ends_pending();
 	test_freed_while_queued();
 	test_switch_flag();
+	test_truncate_races_reader();
 	test_read_back_from_journal();
 	test_writer_races_journal();
 	test_small_journal_rewrite(4096);
