@@ -264,8 +264,12 @@ int jnl_sync(struct jnl *j)
 {
 	uint32_t tid;
 
+	/* A transaction the commit thread is committing right now counts:
+	 * returning before it is done would let a checkpoint and a clean
+	 * unmount pass over changes that reach only the log. */
 	pthread_mutex_lock(&j->j_lock);
-	tid = j->j_running ? j->j_running->t_tid : j->j_commit_done;
+	tid = j->j_running ? j->j_running->t_tid :
+	      j->j_committing ? j->j_committing->t_tid : j->j_commit_done;
 	pthread_mutex_unlock(&j->j_lock);
 	return jnl_commit_wait(j, tid);
 }

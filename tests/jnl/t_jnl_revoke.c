@@ -524,9 +524,67 @@ static void test_free_while_committing(void)
 	       "the free commits\n");
 }
 
+/*
+ * jnl_sync while another thread is committing the only transaction (its
+ * log write held on the device): it must wait for that commit, or a
+ * checkpoint and a clean unmount behind it pass over changes that then
+ * reach only the log.
+ */
+static void *sync_thread(void *arg)
+{
+	struct revoker *r = arg;
+	int err = jnl_sync(r->j);
+
+	pthread_mutex_lock(&r->lock);
+	r->done = true;
+	r->err = err;
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static void test_sync_waits_for_committing(void)
+{
+	struct tj t;
+	struct hold_dev d;
+	struct committer c = { 0 };
+	struct revoker r = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct jnl_handle h;
+	pthread_t th, sy;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	hold_init(&d, t.bd);
+	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
+	r.j = t.j;
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, X, 1);
+	t_ok(jnl_stop(&h));
+	pthread_mutex_lock(&d.lock);
+	d.off = t.map[1] * BS;                    /* its first log block */
+	d.armed = true;
+	pthread_mutex_unlock(&d.lock);
+	c = (struct committer){ t.j, h.h_tid, 0 };
+	t_ok(-pthread_create(&th, NULL, commit_thread, &c));
+	hold_wait(&d);                            /* committing, nothing running */
+	t_ok(-pthread_create(&sy, NULL, sync_thread, &r));
+	nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
+	t_assert(!revoker_done(&r), "jnl_sync returned while the only transaction "
+		 "was still being committed");
+	hold_release(&d);
+	pthread_join(sy, NULL);
+	pthread_join(th, NULL);
+	t_ok(c.err);
+	t_ok(r.err);
+	tj_close(&t);
+	tj_teardown(&t);
+	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.lock);
+	printf("ok: a sync waits for the transaction being committed\n");
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
+	test_sync_waits_for_committing();
 	test_reuse_same_handle();
 	test_reuse_same_tx();
 	test_reuse_then_free();
