@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # mfsx through a real mount: mkfs, the daemon in the foreground as our
-# child, file mode, tree mode and a short sparse big-file run (-B) with a
-# fixed list of seeds, fusermount3 -u, the daemon exiting 0, and
-# miscfs-debug verify finding nothing wrong with the image it left.
+# child, file mode (one run of 100,000 operations of every kind), tree
+# mode and a short sparse big-file run (-B) with a fixed list of seeds,
+# fusermount3 -u, the daemon exiting 0, and miscfs-debug verify finding
+# nothing wrong with the image it left.
 #
 # MFSX_OPS_PERCENT (default 100) scales the operations of every run, for
-# a quick run by hand.  MFSX_MOUNT_OPTS adds mount options (data=journal).  A failing run prints mfsx's report, whose last
-# line replays it on a fresh mount like this one.
+# a quick run by hand; MFSX_MOUNT_OPTS adds mount options (data=journal).
+# A failing run prints mfsx's report, whose last line replays it on a
+# fresh mount like this one.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 : "${MFSX:?MFSX must name mfsx}"
@@ -33,8 +35,8 @@ run() {
 expect_status 0 "$MKFS" -q -F "$img" "$image_size"
 start -o "$mount_opts"
 
-run 30000 1                     # file mode: a file of up to 1 MiB
-run 30000 2 -c 100              # ... closed and reopened every 100 ops too
+run 100000 1                    # file mode, every kind of operation on: a file of up to 1 MiB
+run 10000 2 -c 100              # ... closed and reopened every 100 ops too
 run 30000 1 -T                  # tree mode: up to 64 entries
 run 30000 2 -T -n 200           # ... up to 200, so directories grow blocks
 run 10000 3 -B                  # a sparse file with windows up to 8 GiB
