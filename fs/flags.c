@@ -133,6 +133,9 @@ int mfs_set_flags(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	pthread_rwlock_unlock(&n->rwsem);
 	if (!err)
 		err = mfs_sync_if_flagged(n, S_ISDIR(node_mode(n)));
+	/* The ctime moved, and an ioctl's reply carries no attributes. */
+	if (!err && fs->attr_changed_fn)
+		fs->attr_changed_fn(fs->attr_changed_arg, n->ino);
 	mfs_iput(n);
 	return err;
 }
