@@ -340,6 +340,10 @@ int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
 	/* The flags are looked at under the rwsem chattr takes. */
 	pthread_rwlock_wrlock(&n->rwsem);
 	err = falloc_checks(fs, f, mode, off, len);
+	/* A change of data by another user drops the set-id bits, as a
+	 * write does (Linux's file_modified in fallocate). */
+	if (!err)
+		err = mfs_kill_suid(n, cr);
 	if (!err)
 		err = falloc_locked(n, cr, mode, off, len);
 	pthread_rwlock_unlock(&n->rwsem);
