@@ -371,6 +371,8 @@ int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 	pthread_mutex_lock(&j->j_lock);
 	jb = jnl_buf_get(j, NULL, home);
 	err = jb ? freeze(j, h, jb, &copy) : -ENOMEM;
+	if (err && jb)
+		jnl_buf_release_if_idle(j, jb);      /* one made for nothing */
 	pthread_mutex_unlock(&j->j_lock);
 	bdev_free_buf(copy);
 	return credits_error(h, err);
