@@ -263,7 +263,12 @@ static int punch_range(struct mfs_node *n, uint64_t off, uint64_t end)
 		return err;
 	/* No page of the hole may be written back to a block freed. */
 	pc_truncate_pages(n->map, first, last);
-	return mfs_bmap_free_range(n, first, last);
+	err = mfs_bmap_free_range(n, first, last);
+	/* A read takes no inode lock: one between the two may have cached a
+	 * block of the hole as it was before its free.  Past the free, a
+	 * page read again finds the hole. */
+	pc_truncate_pages(n->map, first, last);
+	return err;
 }
 
 /* Every mapped whole block of [@first, @last) to zeros in the cache. */

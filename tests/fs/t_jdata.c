@@ -6,6 +6,7 @@
  * cut: every block whole from one write.
  */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -282,6 +283,49 @@ static void test_truncate_races_reader(void)
 	bdev_close(bd);
 }
 
+/* The same race against a punched hole, which leaves the size: a page of
+ * the hole read while its block was still mapped must not stay cached
+ * (in either data mode). */
+static void punch_races_reader(enum mfs_data_mode mode)
+{
+	struct mfs_mount_opts o = jopts;
+	struct bdev *bd = tf_mkfs(BS, 16u << 20);
+	struct tr r;
+	char *buf = malloc(TR_BLOCKS * BS);
+	struct mfs_file *f;
+	pthread_t t;
+
+	o.data = mode;
+	r.fs = tf_mount_opts(bd, &o);
+	r.ino = create(r.fs, "f");
+	atomic_store(&r.stop, false);
+	t_ok(-pthread_create(&t, NULL, tr_reader, &r));
+	t_ok(mfs_open(r.fs, &tf_root, r.ino, O_RDWR, &f));
+	for (int i = 0; i < 300; i++) {
+		memset(buf, 'A' + i % 26, TR_BLOCKS * BS);
+		put(r.fs, r.ino, buf, TR_BLOCKS * BS, 0);
+		t_ok(mfs_fsync(r.fs, r.ino, false));
+		t_ok(mfs_fallocate(r.fs, &tf_root, f, FALLOC_FL_PUNCH_HOLE |
+				   FALLOC_FL_KEEP_SIZE, BS, (TR_BLOCKS - 1) * BS));
+		get(r.fs, r.ino, buf, TR_BLOCKS * BS, 0);
+		for (uint32_t k = BS; k < TR_BLOCKS * BS; k++)
+			t_assert(!buf[k], "round %d: byte %" PRIu32 " is '%c' after a "
+				 "punched hole, not zero", i, k, buf[k]);
+	}
+	t_ok(mfs_release(r.fs, f));
+	atomic_store(&r.stop, true);
+	pthread_join(t, NULL);
+	free(buf);
+	tf_unmount_check(r.fs, bd);
+	bdev_close(bd);
+}
+
+static void test_punch_races_reader(void)
+{
+	punch_races_reader(MFS_DATA_ORDERED);
+	punch_races_reader(MFS_DATA_JOURNAL);
+}
+
 /* ---- a writer racing the journal ----------------------------------------- */
 
 #define RACE_BLOCKS 8u
@@ -465,6 +509,7 @@ int main(void)
 	test_freed_while_queued();
 	test_switch_flag();
 	test_truncate_races_reader();
+	test_punch_races_reader();
 	test_read_back_from_journal();
 	test_writer_races_journal();
 	test_small_journal_rewrite(4096);
