@@ -337,6 +337,25 @@ static void *commit_thread(void *arg)
 	return NULL;
 }
 
+/* A transaction that journals X, left committing in thread @th: the
+ * device holds its first log block until hold_release(). */
+static void start_held_commit(struct tj *t, struct hold_dev *d, struct committer *c,
+			      pthread_t *th)
+{
+	struct jnl_handle h;
+
+	t_ok(jnl_start(t->j, 1, &h));
+	tj_write(t, &h, X, 1);
+	t_ok(jnl_stop(&h));
+	pthread_mutex_lock(&d->lock);
+	d->off = t->map[1] * BS;                  /* its first log block */
+	d->armed = true;
+	pthread_mutex_unlock(&d->lock);
+	*c = (struct committer){ t->j, h.h_tid, 0 };
+	t_ok(-pthread_create(th, NULL, commit_thread, c));
+	hold_wait(d);
+}
+
 static void test_reuse_other_page(void)
 {
 	struct tj t;
@@ -352,16 +371,7 @@ static void test_reuse_other_page(void)
 	hold_init(&d, t.bd);
 	t_ok(pc_mapping_create(t.cache, &pc_identity_ops, t.bd, &file));
 	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
-	t_ok(jnl_start(t.j, 1, &h));
-	tj_write(&t, &h, X, 1);
-	t_ok(jnl_stop(&h));
-	pthread_mutex_lock(&d.lock);
-	d.off = t.map[1] * BS;                    /* its first log block */
-	d.armed = true;
-	pthread_mutex_unlock(&d.lock);
-	c = (struct committer){ t.j, h.h_tid, 0 };
-	t_ok(-pthread_create(&th, NULL, commit_thread, &c));
-	hold_wait(&d);
+	start_held_commit(&t, &d, &c, &th);
 	t_ok(jnl_start(t.j, 2, &h));
 	t_ok(jnl_revoke(&h, X));
 	t_ok(pc_read_cache_page(file, X, &pg));
@@ -548,23 +558,13 @@ static void test_sync_waits_for_committing(void)
 	struct hold_dev d;
 	struct committer c = { 0 };
 	struct revoker r = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct jnl_handle h;
 	pthread_t th, sy;
 
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
 	hold_init(&d, t.bd);
 	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
 	r.j = t.j;
-	t_ok(jnl_start(t.j, 1, &h));
-	tj_write(&t, &h, X, 1);
-	t_ok(jnl_stop(&h));
-	pthread_mutex_lock(&d.lock);
-	d.off = t.map[1] * BS;                    /* its first log block */
-	d.armed = true;
-	pthread_mutex_unlock(&d.lock);
-	c = (struct committer){ t.j, h.h_tid, 0 };
-	t_ok(-pthread_create(&th, NULL, commit_thread, &c));
-	hold_wait(&d);                            /* committing, nothing running */
+	start_held_commit(&t, &d, &c, &th);       /* committing, nothing running */
 	t_ok(-pthread_create(&sy, NULL, sync_thread, &r));
 	nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
 	t_assert(!revoker_done(&r), "jnl_sync returned while the only transaction "
