@@ -41,6 +41,14 @@ start() {
 	fail "not mounted after 10 s"
 }
 
+# An unclean stop: the daemon killed with SIGKILL, its mount detached.
+kill_daemon() {
+	kill -9 "$daemon"
+	wait "$daemon" 2>/dev/null
+	daemon=
+	fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+}
+
 unmount() {
 	fusermount3 -u "$mnt" || fail "fusermount3 -u"
 	local rc=0

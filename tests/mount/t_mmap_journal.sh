@@ -41,10 +41,7 @@ after=$(stat_of jdata_pages_journalled)
 [ "$after" -gt "$before" ] || fail "the mmap writes journalled nothing ($before, $after)"
 cmp "$T_DIR/want" "$mnt/f" || fail "the file before the crash"
 
-kill -9 "$daemon"
-wait "$daemon" 2>/dev/null
-daemon=
-fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+kill_daemon
 expect_status 0 "$DEBUGFS" "$img" super
 [ "$(field recovery)" = "needs recovery (the log is not empty, RECOVER flag set)" ] ||
 	fail "recovery after kill -9: $(field recovery)"

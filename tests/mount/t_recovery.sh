@@ -16,10 +16,7 @@ mkdir "$mnt/d" || fail "mkdir"
 cp "$T_DIR/data" "$mnt/d/data" || fail "cp"
 sync "$mnt/d/data" || fail "fsync"            # commits: the log holds it
 
-kill -9 "$daemon"
-wait "$daemon" 2>/dev/null
-daemon=
-fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
+kill_daemon
 
 expect_status 0 "$DEBUGFS" "$img" super
 [ "$(field recovery)" = "needs recovery (the log is not empty, RECOVER flag set)" ] ||
