@@ -573,6 +573,16 @@ int mfs_bmap_truncate(struct mfs_node *n, uint64_t from)
 
 /* ---- the mapping of a file's pages --------------------------------------- */
 
+bool mfs_page_past_eof(struct mfs_node *n, uint64_t index)
+{
+	uint64_t pages;
+
+	pthread_mutex_lock(&n->lock);
+	pages = UT_DIV_ROUND_UP(le64toh(n->raw.i_size), n->fs->bs);
+	pthread_mutex_unlock(&n->lock);
+	return index >= pages;
+}
+
 /*
  * A read past i_size finds zeros.  Writeback goes by the block map alone:
  * a write that extends the file maps and dirties its pages before it sets
@@ -584,19 +594,15 @@ static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 		    uint64_t *block)
 {
 	struct mfs_node *n = ctx;
-	uint64_t pages;
 	int err;
 
 	(void)m;
-	pthread_mutex_lock(&n->lock);
-	pages = UT_DIV_ROUND_UP(le64toh(n->raw.i_size), n->fs->bs);
-	pthread_mutex_unlock(&n->lock);
-	if (!write && index >= pages)
+	if (!write && mfs_page_past_eof(n, index))
 		return PC_BLOCK_HOLE;
 	err = mfs_bmap_lookup(n, index, block);
 	if (err)
 		return err;
-	if (!*block && write && index < pages)
+	if (!*block && write && !mfs_page_past_eof(n, index))
 		mlog_warn("inode %" PRIu32 ": dirty page %" PRIu64 " has no block",
 			  n->ino, index);
 	return *block ? 0 : PC_BLOCK_HOLE;

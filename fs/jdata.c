@@ -241,12 +241,9 @@ int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
  */
 bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg)
 {
-	uint64_t pblk = 0, pages;
+	uint64_t pblk = 0;
 
-	pthread_mutex_lock(&n->lock);
-	pages = UT_DIV_ROUND_UP(node_size(n), n->fs->bs);
-	pthread_mutex_unlock(&n->lock);
-	if (pc_page_index(pg) >= pages ||
+	if (mfs_page_past_eof(n, pc_page_index(pg)) ||
 	    mfs_bmap_lookup(n, pc_page_index(pg), &pblk) || !pblk ||
 	    jnl_read_data(n->fs->j, pblk, pg->data) != 1)
 		return false;

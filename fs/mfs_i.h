@@ -354,6 +354,8 @@ bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg);
 /* imap.c: block maps and file mappings */
 int mfs_map_create(struct mfs_node *n);
 int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk);
+/* Page @index lies wholly past i_size: a read finds a hole there. */
+bool mfs_page_past_eof(struct mfs_node *n, uint64_t index);
 /* The first block of [@lblk, @end) that is mapped (@data) or a hole
  * (!@data), or @end; a hole costs one step whatever its size. */
 int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
