@@ -48,6 +48,28 @@ int mfs_inode_check_size(const struct mfs_super *sb, uint32_t ino,
 			  ino, size, mfs_block_size(sb), max);
 }
 
+int mfs_inode_check(const struct mfs_super *sb, uint32_t ino,
+		    const struct mfs_inode *in, char *why, size_t len)
+{
+	uint16_t mode = le16toh(in->i_mode);
+	uint64_t size = le64toh(in->i_size);
+	uint32_t bs = mfs_block_size(sb);
+
+	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISCHR(mode) &&
+	    !S_ISBLK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return ut_corrupt(why, len, "inode %" PRIu32 ": unknown file type in "
+				  "mode 0%o", ino, mode);
+	if (mfs_inode_check_size(sb, ino, in, why, len))
+		return -EUCLEAN;
+	if (S_ISDIR(mode) && size % bs)
+		return ut_corrupt(why, len, "directory %" PRIu32 ": size %" PRIu64
+				  " is not whole blocks", ino, size);
+	if (S_ISLNK(mode) && (!size || size >= bs))
+		return ut_corrupt(why, len, "symlink %" PRIu32 ": target of %" PRIu64
+				  " bytes", ino, size);
+	return 0;
+}
+
 /*
  * A pointer read from the disk names a block of the groups, or a hole.
  * A map that meets more blocks than the groups hold points at some of

@@ -100,7 +100,6 @@ static bool all_zero(const void *p, size_t n)
 static int inode_check(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *in,
 		       uint64_t blk)
 {
-	uint16_t mode = le16toh(in->i_mode);
 	char why[256];
 
 	if (all_zero(in, sizeof(*in)))
@@ -109,18 +108,8 @@ static int inode_check(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *
 	if (le32toh(in->i_checksum) != mfs_inode_csum(&fs->sb, ino, in))
 		return mfs_error(fs, "inode %" PRIu32 " (block %" PRIu64 "): checksum "
 				 "mismatch", ino, blk);
-	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISCHR(mode) &&
-	    !S_ISBLK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
-		return mfs_error(fs, "inode %" PRIu32 ": unknown file type in mode "
-				 "0%o", ino, mode);
-	if (mfs_inode_check_size(&fs->sb, ino, in, why, sizeof(why)))
+	if (mfs_inode_check(&fs->sb, ino, in, why, sizeof(why)))
 		return mfs_error(fs, "%s", why);
-	if (S_ISDIR(mode) && le64toh(in->i_size) % fs->bs)
-		return mfs_error(fs, "directory %" PRIu32 ": size %" PRIu64 " is not "
-				 "whole blocks", ino, le64toh(in->i_size));
-	if (S_ISLNK(mode) && (!in->i_size || le64toh(in->i_size) >= fs->bs))
-		return mfs_error(fs, "symlink %" PRIu32 ": target of %" PRIu64
-				 " bytes", ino, le64toh(in->i_size));
 	return 0;
 }
 

@@ -93,6 +93,15 @@ bool mfs_inode_is_fast_symlink(const struct mfs_inode *in);
 int mfs_inode_check_size(const struct mfs_super *sb, uint32_t ino,
 			 const struct mfs_inode *in, char *why, size_t len);
 
+/*
+ * What every reader of an inode demands of it beyond its checksum: a known
+ * file type, a size a block map can reach, a directory of whole blocks, a
+ * symbolic link of 1 to block size - 1 bytes.  The mount refuses an inode
+ * that fails it; fsck repairs or clears it.  0 or -EUCLEAN with @why.
+ */
+int mfs_inode_check(const struct mfs_super *sb, uint32_t ino,
+		    const struct mfs_inode *in, char *why, size_t len);
+
 /* ---- the block-map walk -------------------------------------------------- */
 
 /*
@@ -221,6 +230,18 @@ void mfs_raw_bmap_walk_init(struct mfs_raw *raw, uint32_t ino,
  */
 int mfs_dirblock_check(const struct mfs_super *sb, uint32_t ino,
 		       const void *block, char *why, size_t whylen);
+
+/*
+ * The region table (FORMAT.md, "Reserved regions"), as the mount and fsck
+ * both judge it: the table block's header and checksum (0 or -EUCLEAN with
+ * the reason in @why), and why entry @i of the table's entries @tbl cannot
+ * be used -- a bad name or range, or a name or blocks of an earlier entry
+ * -- or NULL when it can.
+ */
+int mfs_region_table_check(const struct mfs_super *sb, const void *blk,
+			   char *why, size_t whylen);
+const char *mfs_region_entry_problem(const struct mfs_super *sb,
+				     const struct mfs_region_entry *tbl, uint32_t i);
 
 /* ---- the mounted filesystem ---------------------------------------------- */
 
@@ -381,6 +402,11 @@ int mfs_removexattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
  * -EUCLEAN with the reason in @why. */
 int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
 			  const void *block, char *why, size_t whylen);
+
+/* Check the entries of the in-inode xattr area of @in, as the mount reads
+ * them; 0 or -EUCLEAN with the reason in @why. */
+int mfs_xattr_inode_check(uint32_t ino, const struct mfs_inode *in, char *why,
+			  size_t whylen);
 
 /* ---- open files ---- */
 

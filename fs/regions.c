@@ -52,40 +52,41 @@ static bool name_ok(const char *name)
 	return strcmp(name, ".") && strcmp(name, "..");
 }
 
-/* Why entry @e cannot be used, or NULL. */
-static const char *entry_problem(struct mfs_fs *fs, const struct mfs_region_entry *e)
+const char *mfs_region_entry_problem(const struct mfs_super *sb,
+				     const struct mfs_region_entry *tbl, uint32_t i)
 {
+	const struct mfs_region_entry *e = &tbl[i];
 	uint64_t start = le64toh(e->re_start), blocks = le64toh(e->re_blocks);
 	uint64_t bytes = le64toh(e->re_bytes);
+	uint32_t bs = mfs_block_size(sb);
 
 	if (!name_ok(e->re_name))
 		return "a bad name";
-	if (start < le64toh(fs->sb.s_regions_start) ||
-	    blocks > le64toh(fs->sb.s_device_blocks) - start || !blocks)
+	if (start < le64toh(sb->s_regions_start) ||
+	    blocks > le64toh(sb->s_device_blocks) - start || !blocks)
 		return "a range outside the region area";
-	if ((start * fs->bs) % MFS_REGION_ALIGN || (blocks * fs->bs) % MFS_REGION_ALIGN)
+	if ((start * bs) % MFS_REGION_ALIGN || (blocks * bs) % MFS_REGION_ALIGN)
 		return "a range not aligned to 4 KiB";
-	if (!bytes || bytes > blocks * fs->bs)
+	if (!bytes || bytes > blocks * bs)
 		return "a size that does not fit its blocks";
+	for (uint32_t j = 0; j < i; j++) {
+		uint64_t s2 = le64toh(tbl[j].re_start), b2 = le64toh(tbl[j].re_blocks);
+
+		if (!strncmp(tbl[j].re_name, e->re_name, MFS_REGION_NAME_LEN))
+			return "a name used before";
+		if (start < s2 + b2 && s2 < start + blocks)
+			return "a range overlapping an earlier region";
+	}
 	return NULL;
 }
 
-static bool name_taken(struct mfs_fs *fs, uint32_t upto, const char *name)
-{
-	for (uint32_t i = 0; i < upto; i++)
-		if (!strcmp(fs->regions[i].name, name))
-			return true;
-	return false;
-}
-
-static int map_entry(struct mfs_fs *fs, uint32_t i, const struct mfs_region_entry *e)
+static int map_entry(struct mfs_fs *fs, uint32_t i, const struct mfs_region_entry *tbl)
 {
 	struct mfs_region *r = &fs->regions[i];
-	const char *why = entry_problem(fs, e);
+	const struct mfs_region_entry *e = &tbl[i];
+	const char *why = mfs_region_entry_problem(&fs->sb, tbl, i);
 	unsigned int flags = atomic_load(&fs->ro) ? 0 : PC_REGION_WRITE;
 
-	if (!why && name_taken(fs, i, e->re_name))
-		why = "a name used before";
 	if (why)
 		return mfs_error(fs, "region table: entry %" PRIu32 " has %s: "
 				 "not shown", i, why);
@@ -95,20 +96,30 @@ static int map_entry(struct mfs_fs *fs, uint32_t i, const struct mfs_region_entr
 			     le64toh(e->re_blocks) * fs->bs, flags, &r->map);
 }
 
-static int check_table(struct mfs_fs *fs, const void *blk, uint32_t n)
+int mfs_region_table_check(const struct mfs_super *sb, const void *blk,
+			   char *why, size_t whylen)
 {
 	const struct mfs_region_header *h = blk;
-	uint32_t room = (fs->bs - MFS_REGION_HDR_SIZE - 4) / MFS_REGION_ENTRY_SIZE;
+	uint32_t n = le32toh(sb->s_region_count);
+	uint32_t room = (mfs_block_size(sb) - MFS_REGION_HDR_SIZE - 4) /
+			MFS_REGION_ENTRY_SIZE;
 
 	if (le32toh(h->rh_magic) != MFS_REGION_MAGIC || le32toh(h->rh_count) != n ||
 	    le32toh(h->rh_entry_size) != MFS_REGION_ENTRY_SIZE || n > room)
-		return mfs_error(fs, "region table (block %" PRIu64 "): bad magic, "
-				 "count or entry size: no region shown",
-				 le64toh(fs->sb.s_region_table));
-	if (!mfs_block_csum_ok(&fs->sb, MFS_CSUM_REGION, 0, blk))
-		return mfs_error(fs, "region table (block %" PRIu64 "): bad checksum: "
-				 "no region shown", le64toh(fs->sb.s_region_table));
+		return ut_corrupt(why, whylen, "bad magic, count or entry size");
+	if (!mfs_block_csum_ok(sb, MFS_CSUM_REGION, 0, blk))
+		return ut_corrupt(why, whylen, "bad checksum");
 	return 0;
+}
+
+static int check_table(struct mfs_fs *fs, const void *blk)
+{
+	char why[64];
+
+	if (!mfs_region_table_check(&fs->sb, blk, why, sizeof(why)))
+		return 0;
+	return mfs_error(fs, "region table (block %" PRIu64 "): %s: no region shown",
+			 le64toh(fs->sb.s_region_table), why);
 }
 
 static int alloc_regions(struct mfs_fs *fs, uint32_t n)
@@ -144,11 +155,11 @@ int mfs_regions_load(struct mfs_fs *fs)
 	if (!blk)
 		return -ENOMEM;
 	err = bdev_read(fs->bd, le64toh(fs->sb.s_region_table) * fs->bs, blk, fs->bs);
-	if (!err && check_table(fs, blk, n) == 0)
+	if (!err && check_table(fs, blk) == 0)
 		err = alloc_regions(fs, n);
 	e = (const void *)((const char *)blk + MFS_REGION_HDR_SIZE);
 	for (uint32_t i = 0; !err && i < fs->nregions; i++) {
-		int e2 = map_entry(fs, i, &e[i]);
+		int e2 = map_entry(fs, i, e);
 
 		if (e2 != -EUCLEAN)
 			err = e2;

@@ -85,6 +85,18 @@ static int area_used(const uint8_t *p, uint32_t size, uint32_t *used,
 	return 0;
 }
 
+int mfs_xattr_inode_check(uint32_t ino, const struct mfs_inode *in, char *why,
+			  size_t whylen)
+{
+	char entry[96];
+	uint32_t used;
+
+	if (!area_used(in->i_xattr, sizeof(in->i_xattr), &used, entry, sizeof(entry)))
+		return 0;
+	snprintf(why, whylen, "inode %" PRIu32 ": in-inode xattrs: %s", ino, entry);
+	return -EUCLEAN;
+}
+
 int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
 			  const void *block, char *why, size_t whylen)
 {

@@ -1,0 +1,406 @@
+/*
+ * alloc.c - what repairs create: blocks, inodes, directory entries and
+ * directories, and the lists of directories the passes keep.
+ *
+ * Allocation takes from what pass 1 found free (c->bused, c->istate), so
+ * it is only used from pass 1b on; pass 5 then writes the bitmaps from the
+ * same maps, new blocks included.
+ */
+#include "fsck_i.h"
+
+#include <errno.h>
+
+/* ---- blocks and inodes ------------------------------------------------------ */
+
+int fsck_alloc_block(struct fsck_ctx *c, uint64_t goal, uint64_t *blk)
+{
+	uint64_t n = c->nblocks;
+
+	goal = goal >= c->fdb && goal < n ? goal : c->fdb;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t b = goal + i < n ? goal + i : goal + i - n + c->fdb;
+
+		if (b < n && !bit_test(c->bused, b) && fsck_block_ok(c, b)) {
+			bit_set(c->bused, b);
+			*blk = b;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+int fsck_alloc_inode(struct fsck_ctx *c, unsigned type, uint32_t *ino)
+{
+	for (uint32_t i = MFS_FIRST_INO; i <= c->ninodes; i++) {
+		if (istate_type(c, i) || (c->istate[i - 1] & IS_BAD))
+			continue;
+		c->istate[i - 1] = (uint8_t)type;
+		*ino = i;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/* ---- the lists -------------------------------------------------------------- */
+
+struct fsck_dir *fsck_dir_find(struct fsck_ctx *c, uint32_t ino)
+{
+	size_t lo = 0, hi = c->ndirs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->dirs[mid].ino == ino)
+			return &c->dirs[mid];
+		if (c->dirs[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t cap2;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	cap2 = *cap ? *cap * 2 : 256;
+	p = realloc(*arr, cap2 * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = cap2;
+	return 0;
+}
+
+int fsck_dir_insert(struct fsck_ctx *c, uint32_t ino)
+{
+	size_t at = c->ndirs;
+	int err = grow((void **)&c->dirs, &c->dirs_cap, c->ndirs, sizeof(*c->dirs));
+
+	if (err)
+		return err;
+	while (at && c->dirs[at - 1].ino > ino)
+		at--;
+	memmove(&c->dirs[at + 1], &c->dirs[at], (c->ndirs - at) * sizeof(*c->dirs));
+	c->dirs[at] = (struct fsck_dir){ .ino = ino };
+	c->ndirs++;
+	return 0;
+}
+
+int fsck_dblist_add(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t pblk)
+{
+	int err = grow((void **)&c->dblist, &c->db_cap, c->ndb, sizeof(*c->dblist));
+
+	if (err)
+		return err;
+	c->dblist[c->ndb++] = (struct fsck_dblock){ .ino = ino, .lblk = lblk, .pblk = pblk };
+	return 0;
+}
+
+/* ---- block maps ---------------------------------------------------------------- */
+
+int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
+		    uint64_t lblk, uint64_t pblk, uint64_t *added)
+{
+	uint32_t off[4], *slot;
+	int depth = mfs_block_to_path(mfs_addr_per_block(c->bs), lblk, off);
+	uint32_t *blk = c->ind[0], *zero = c->ind[1];
+	uint64_t at = 0;
+	int err = 0;
+
+	if (!depth)
+		return -EFBIG;
+	slot = &in->i_block[off[0]];
+	for (int d = 1; d < depth && !err; d++) {
+		if (!*slot) {
+			uint64_t nb;
+
+			err = fsck_alloc_block(c, pblk, &nb);
+			memset(zero, 0, c->bs);
+			if (!err) {
+				mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, zero);
+				err = fsck_write(c, nb, zero);
+			}
+			if (err)
+				return err;
+			*slot = htole32((uint32_t)nb);
+			(*added)++;
+		}
+		if (at) {
+			mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
+			err = fsck_write(c, at, blk);
+		}
+		at = le32toh(*slot);
+		if (!err)
+			err = fsck_read(c, at, blk);
+		slot = &blk[off[d]];
+	}
+	*slot = htole32((uint32_t)pblk);
+	if (!err && at) {
+		mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
+		err = fsck_write(c, at, blk);
+	}
+	return err;
+}
+
+/* ---- directory blocks ------------------------------------------------------------ */
+
+static struct mfs_dirent *dirent_at(void *blk, uint32_t off)
+{
+	return (struct mfs_dirent *)((char *)blk + off);
+}
+
+static void set_dirent(struct mfs_dirent *de, uint32_t ino, uint16_t rec,
+		       const char *name, size_t len, unsigned type)
+{
+	de->inode = htole32(ino);
+	de->rec_len = htole16(rec);
+	de->name_len = (uint8_t)len;
+	de->file_type = (uint8_t)type;
+	memcpy(de->name, name, len);
+}
+
+void fsck_dirblock_init(struct fsck_ctx *c, void *blk, uint32_t ino, uint32_t parent)
+{
+	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE;
+	struct mfs_dir_tail *t = (void *)((char *)blk + end);
+
+	memset(blk, 0, c->bs);
+	if (parent) {
+		set_dirent(dirent_at(blk, 0), ino, 12, ".", 1, MFS_FT_DIR);
+		set_dirent(dirent_at(blk, 12), parent, (uint16_t)(end - 12), "..", 2,
+			   MFS_FT_DIR);
+	} else {
+		dirent_at(blk, 0)->rec_len = htole16((uint16_t)end);
+	}
+	t->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
+	t->det_type = MFS_FT_DIR_TAIL;
+	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, ino, blk);
+}
+
+/* Put the entry in a record with room to spare; true when it fit. */
+static bool insert_in_block(struct fsck_ctx *c, void *blk, const char *name,
+			    uint32_t child, unsigned type)
+{
+	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE, need = MFS_DIRENT_LEN(strlen(name));
+
+	for (uint32_t off = 0; off < end; ) {
+		struct mfs_dirent *de = dirent_at(blk, off);
+		uint32_t rec = le16toh(de->rec_len);
+		uint32_t used = de->inode ? MFS_DIRENT_LEN(de->name_len) : 0;
+
+		if (rec < MFS_DIRENT_LEN(0) || off + rec > end)
+			return false;
+		if (rec - used >= need) {
+			if (used) {
+				de->rec_len = htole16((uint16_t)used);
+				de = dirent_at(blk, off + used);
+			}
+			set_dirent(de, child, (uint16_t)(rec - used), name, strlen(name), type);
+			return true;
+		}
+		off += rec;
+	}
+	return false;
+}
+
+struct add {
+	const char *name;
+	uint32_t child;
+	unsigned type;
+	bool done;
+	int err;
+};
+
+static int add_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
+		     uint32_t *ptr)
+{
+	struct add *a = w->arg;
+	struct fsck_ctx *c = w->c;
+	uint64_t blk = le32toh(*ptr);
+	int err;
+
+	(void)span;
+	if (a->done || !fsck_block_ok(c, blk))
+		return MAP_SKIP;
+	if (depth || lblk >= le64toh(w->in->i_size) / c->bs)
+		return MAP_KEEP;
+	err = fsck_read(c, blk, c->buf2);
+	if (err || mfs_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
+		return err;
+	if (!insert_in_block(c, c->buf2, a->name, a->child, a->type))
+		return MAP_KEEP;
+	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
+	a->done = true;
+	return fsck_write(c, blk, c->buf2);
+}
+
+static int skip_bad(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
+{
+	(void)w;
+	(void)lblk;
+	(void)depth;
+	(void)ptr;
+	return MAP_SKIP;
+}
+
+/* A new last block holding only the entry. */
+static int dir_grow(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in, struct add *a)
+{
+	uint64_t lblk = le64toh(in->i_size) / c->bs, blk, added = 1;
+	int err = fsck_alloc_block(c, le32toh(in->i_block[0]), &blk);
+
+	if (err)
+		return err;
+	fsck_dirblock_init(c, c->buf2, dir, 0);
+	insert_in_block(c, c->buf2, a->name, a->child, a->type);
+	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, dir, c->buf2);
+	err = fsck_write(c, blk, c->buf2);
+	if (!err)
+		err = fsck_bmap_set(c, dir, in, lblk, blk, &added);
+	if (err)
+		return err;
+	in->i_size = htole64((lblk + 1) * c->bs);
+	in->i_blocks = htole64(le64toh(in->i_blocks) + added * (c->bs / 512));
+	return fsck_dblist_add(c, dir, lblk, blk);
+}
+
+int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name, uint32_t child,
+		 unsigned type)
+{
+	struct mfs_inode in;
+	struct add a = { .name = name, .child = child, .type = type };
+	struct fsck_map_walk w = { .c = c, .ino = dir, .in = &in, .visit = add_visit,
+				   .bad_indirect = skip_bad, .arg = &a };
+	int err = fsck_read_inode(c, dir, &in);
+
+	if (!err)
+		err = fsck_map_walk(&w);
+	if (!err && !a.done) {
+		err = dir_grow(c, dir, &in, &a);
+		if (!err)
+			err = fsck_write_inode(c, dir, &in);
+	}
+	return err;
+}
+
+struct rm {
+	uint32_t child;
+	bool done;
+};
+
+/* Take the record naming @r->child out of block @blk; true if found. */
+static bool remove_in_block(struct fsck_ctx *c, void *blk, uint32_t child)
+{
+	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE, prev = end;
+
+	for (uint32_t off = 0; off < end; ) {
+		struct mfs_dirent *de = dirent_at(blk, off);
+		bool dots = (de->name_len == 1 && de->name[0] == '.') ||
+			    (de->name_len == 2 && !memcmp(de->name, "..", 2));
+
+		if (le32toh(de->inode) == child && !dots) {
+			if (prev < end)
+				dirent_at(blk, prev)->rec_len = htole16((uint16_t)
+					(le16toh(dirent_at(blk, prev)->rec_len) +
+					 le16toh(de->rec_len)));
+			else
+				de->inode = 0;
+			return true;
+		}
+		prev = off;
+		off += le16toh(de->rec_len);
+	}
+	return false;
+}
+
+static int rm_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
+		    uint32_t *ptr)
+{
+	struct rm *r = w->arg;
+	struct fsck_ctx *c = w->c;
+	uint64_t blk = le32toh(*ptr);
+	int err;
+
+	(void)lblk;
+	(void)span;
+	if (r->done || !fsck_block_ok(c, blk))
+		return MAP_SKIP;
+	if (depth)
+		return MAP_KEEP;
+	err = fsck_read(c, blk, c->buf2);
+	if (err || mfs_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
+		return err;
+	if (!remove_in_block(c, c->buf2, r->child))
+		return MAP_KEEP;
+	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
+	r->done = true;
+	return fsck_write(c, blk, c->buf2);
+}
+
+int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child)
+{
+	struct mfs_inode in;
+	struct rm r = { .child = child };
+	struct fsck_map_walk w = { .c = c, .ino = dir, .in = &in, .visit = rm_visit,
+				   .bad_indirect = skip_bad, .arg = &r };
+	int err = fsck_read_inode(c, dir, &in);
+
+	if (!err)
+		err = fsck_map_walk(&w);
+	return err ? err : r.done ? 0 : -ENOENT;
+}
+
+/* ---- new directories ---------------------------------------------------------------- */
+
+int fsck_adjust_links(struct fsck_ctx *c, uint32_t ino, int by)
+{
+	struct mfs_inode in;
+	int err = fsck_read_inode(c, ino, &in);
+
+	if (err)
+		return err;
+	in.i_links_count = htole16((uint16_t)(le16toh(in.i_links_count) + by));
+	c->links_disk[ino - 1] = le16toh(in.i_links_count);
+	return fsck_write_inode(c, ino, &in);
+}
+
+int fsck_mkdir(struct fsck_ctx *c, uint32_t ino, uint32_t parent, uint16_t perm)
+{
+	struct mfs_inode in;
+	uint64_t blk;
+	int err = fsck_read_inode(c, ino, &in);
+	uint32_t gen = err ? 0 : le32toh(in.i_generation) + 1;
+
+	if (!err)
+		err = fsck_alloc_block(c, 0, &blk);
+	if (err)
+		return err;
+	fsck_dirblock_init(c, c->buf2, ino, parent);
+	err = fsck_write(c, blk, c->buf2);
+	memset(&in, 0, sizeof(in));
+	in.i_mode = htole16(S_IFDIR | perm);
+	in.i_links_count = htole16(2);
+	in.i_size = htole64(c->bs);
+	in.i_blocks = htole64(c->bs / 512);
+	in.i_atime = in.i_mtime = in.i_ctime = in.i_crtime = htole64(c->now);
+	in.i_generation = htole32(gen);
+	in.i_block[0] = htole32((uint32_t)blk);
+	if (!err)
+		err = fsck_write_inode(c, ino, &in);
+	if (!err)
+		err = fsck_dir_insert(c, ino);
+	if (err)
+		return err;
+	c->istate[ino - 1] = MFS_FT_DIR;
+	c->links_disk[ino - 1] = 2;
+	c->links_found[ino - 1] = 1;         /* its "." */
+	fsck_dir_find(c, ino)->dotdot = parent;
+	if (ino != parent)
+		err = fsck_adjust_links(c, parent, 1);
+	return err ? err : fsck_dblist_add(c, ino, 0, blk);
+}

@@ -1,0 +1,259 @@
+/*
+ * fsck_i.h - what the passes of fsck share; not part of the API.
+ *
+ * The state of a check is one struct fsck_ctx.  It holds no copy of the
+ * metadata: bitmaps of the blocks in use (and claimed twice), one byte of
+ * state and two link counts per inode, an array of the directories and
+ * one of the directory blocks.  fsck is single-threaded: no locks.
+ */
+#ifndef MISCFS_FSCK_I_H
+#define MISCFS_FSCK_I_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsck.h"
+#include "mfs.h"
+#include "util.h"
+
+/* ---- per-inode state ------------------------------------------------------ */
+
+/* The low three bits are the file type as a directory entry gives it
+ * (MFS_FT_*, 0 for an inode not in use), so pass 2 compares them at once. */
+#define IS_TYPE_MASK    0x07u
+#define IS_ORPHAN       0x08u    /* on the orphan list */
+#define IS_BAD          0x10u    /* damaged and left so (-n): its map is not
+                                    trusted, its entries are kept */
+#define IS_SEEN         0x20u    /* met during a walk (orphan list loops) */
+#define IS_FAST_LINK    0x40u
+
+/* ---- directories and their blocks ----------------------------------------- */
+
+struct fsck_dir {
+	uint32_t ino;
+	uint32_t parent;             /* the directory whose entry names it */
+	uint32_t dotdot;             /* what its ".." says */
+};
+
+struct fsck_dblock {
+	uint32_t ino;
+	uint32_t pad;
+	uint64_t lblk;
+	uint64_t pblk;
+};
+
+/* ---- the problems --------------------------------------------------------- */
+
+/* Every problem of problem.c, one code each. */
+enum fsck_code {
+#define FSCK_PROBLEM(code, pass, flags, question, fmt) PR_##code,
+#include "problems.h"
+#undef FSCK_PROBLEM
+	PR_COUNT
+};
+
+/* The objects a problem's message names (e2fsck's problem context). */
+struct fsck_pctx {
+	uint32_t ino, ino2, dir;
+	uint64_t blk, blk2, num, num2;
+	uint32_t group;
+	const char *name;            /* an entry name: printed with escapes */
+	size_t namelen;
+	const char *str;             /* any other text (a reason) */
+};
+
+/* ---- the check ------------------------------------------------------------ */
+
+struct fsck_ctx {
+	struct bdev *bd;
+	const struct fsck_opts *o;
+	struct fsck_result *res;
+	bool rw;                     /* repairs may be written */
+	int64_t now;
+
+	struct mfs_super sb;
+	uint32_t sb_group;           /* the copy it came from */
+	bool sb_dirty, backups_dirty;
+	bool was_valid;              /* cleanly unmounted: its counts are exact */
+	uint32_t bs, ngroups, ipg, bpg, fdb, ninodes;
+	uint64_t nblocks;
+	struct mfs_group_desc *gdt;  /* the primary table (s_gdt_blocks) */
+	bool gdt_dirty;
+
+	/* passes 1 to 5 */
+	uint8_t *bused;              /* blocks in use, as found */
+	uint8_t *bdup;               /* blocks claimed twice (pass 1b) */
+	uint8_t *bfreed, *ifreed;    /* freed by the orphan list: pass 5 puts
+	                                them in the bitmaps unasked */
+	uint64_t ndup;
+	uint8_t *istate;             /* IS_* per inode, index ino - 1 */
+	uint16_t *links_disk;        /* i_links_count */
+	uint16_t *links_found;       /* entries naming it */
+	struct fsck_dir *dirs;       /* sorted by inode */
+	size_t ndirs, dirs_cap;
+	struct fsck_dblock *dblist;  /* directory blocks, by inode and lblk */
+	size_t ndb, db_cap;
+	uint32_t lost_found;         /* 0: none (yet) */
+	bool lf_taken;               /* the root names a lost+found that is no
+	                                directory */
+	bool root_bad;
+
+	/* buffers of one block each, bdev_alloc_buf */
+	void *buf, *buf2, *ind[3];
+
+	enum fsck_pass pass;
+	bool stop;                   /* cancelled or preen halted: unwind */
+	char msg[1024];
+};
+
+/* ---- problem.c ---- */
+
+/*
+ * Report problem @code with the objects in @p; returns true when it is to
+ * be fixed.  Counts it, asks (or applies the mode's answer) and notes a
+ * cancel or a preen halt in c->stop.  A fix must then be made.  With a
+ * read-only check every answer is no.
+ */
+bool fsck_fix(struct fsck_ctx *c, enum fsck_code code, const struct fsck_pctx *p);
+/* A problem that asks nothing (a note, or one fixed without question). */
+void fsck_note(struct fsck_ctx *c, enum fsck_code code, const struct fsck_pctx *p);
+/* A fix could not be written: it stays an uncorrected error. */
+void fsck_unfixed(struct fsck_ctx *c);
+
+/* ---- io.c ---- */
+
+int fsck_read(struct fsck_ctx *c, uint64_t blk, void *buf);
+int fsck_write(struct fsck_ctx *c, uint64_t blk, const void *buf);
+/* Read @n blocks at @blks[i] into @bufs[i] in one batch. */
+int fsck_read_batch(struct fsck_ctx *c, const uint64_t *blks, void **bufs,
+		    unsigned int n);
+/* Inode @ino as on disk, unchecked. */
+int fsck_read_inode(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in);
+/* Write inode @ino with a fresh checksum. */
+int fsck_write_inode(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in);
+/* Device block of inode @ino's slot and its offset there, from the layout. */
+uint64_t fsck_inode_block(const struct fsck_ctx *c, uint32_t ino, uint32_t *off);
+
+/* Where the group layout (FORMAT.md) puts @g's bitmaps and inode table. */
+uint64_t fsck_layout_bbitmap(const struct fsck_ctx *c, uint32_t g);
+/* Block @blk is a superblock copy, descriptor copy, bitmap or inode table. */
+bool fsck_is_group_meta(const struct fsck_ctx *c, uint64_t blk);
+/* A block a map may point at: in the groups, not their metadata. */
+bool fsck_block_ok(const struct fsck_ctx *c, uint64_t blk);
+
+static inline bool bit_test(const uint8_t *map, uint64_t i)
+{
+	return map[i / 8] & (1u << (i % 8));
+}
+
+static inline void bit_set(uint8_t *map, uint64_t i)
+{
+	map[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+static inline void bit_clear(uint8_t *map, uint64_t i)
+{
+	map[i / 8] &= (uint8_t)~(1u << (i % 8));
+}
+
+static inline unsigned istate_type(const struct fsck_ctx *c, uint32_t ino)
+{
+	return c->istate[ino - 1] & IS_TYPE_MASK;
+}
+
+static inline bool inode_in_use(const struct fsck_ctx *c, uint32_t ino)
+{
+	return ino && ino <= c->ninodes && istate_type(c, ino);
+}
+
+/* The entry file type of a mode, 0 for none. */
+unsigned fsck_mode_type(uint16_t mode);
+/* The slot holds an inode in use: a mode and no deletion time. */
+bool fsck_slot_in_use(const struct mfs_inode *in);
+
+/* ---- map.c: the repairing block-map walk ---- */
+
+/* What a visitor does with a pointer. */
+enum {
+	MAP_KEEP = 0,                /* keep it (and walk under an indirect one) */
+	MAP_SKIP,                    /* keep it, do not walk under it */
+	MAP_ZERO,                    /* replace it with a hole */
+};
+
+struct fsck_map_walk {
+	struct fsck_ctx *c;
+	uint32_t ino;
+	struct mfs_inode *in;        /* changed in place; see inode_dirty */
+	/*
+	 * Called for every non-zero pointer: a data block (@depth 0) or an
+	 * indirect block of @depth 1 (single) to 3 (triple) mapping logical
+	 * blocks [@lblk, @lblk + @span).  It may change *@ptr (to a copy of
+	 * the block); returns MAP_* or -errno.
+	 */
+	int (*visit)(struct fsck_map_walk *w, uint64_t lblk, uint64_t span,
+		     int depth, uint32_t *ptr);
+	/* Indirect block *@ptr failed its checksum: MAP_ZERO drops it,
+	 * MAP_SKIP leaves it unwalked, MAP_KEEP walks it (its checksum is
+	 * then rewritten with it). */
+	int (*bad_indirect)(struct fsck_map_walk *w, uint64_t lblk, int depth,
+			    uint32_t *ptr);
+	/* After the blocks under indirect block *@ptr were walked; MAP_ZERO
+	 * replaces it with a hole.  May be NULL. */
+	int (*leave)(struct fsck_map_walk *w, uint64_t lblk, int depth,
+		     uint32_t *ptr);
+	void *arg;
+	bool inode_dirty;            /* i_block changed: the caller writes it */
+};
+
+int fsck_map_walk(struct fsck_map_walk *w);
+
+/* ---- alloc.c: what repairs allocate ---- */
+
+/* A free block (by the blocks found in use), marked in use; near @goal. */
+int fsck_alloc_block(struct fsck_ctx *c, uint64_t goal, uint64_t *blk);
+/* A free inode number, marked in use with @type. */
+int fsck_alloc_inode(struct fsck_ctx *c, unsigned type, uint32_t *ino);
+/* An empty directory block of directory @ino ("." and ".." when @parent). */
+void fsck_dirblock_init(struct fsck_ctx *c, void *blk, uint32_t ino,
+			uint32_t parent);
+/* Add entry @name -> @child of @type to directory @dir; may grow it. */
+int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name,
+		 uint32_t child, unsigned type);
+/* Remove the entry of directory @dir naming @child (not "." or ".."). */
+int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child);
+/* Make a directory @ino (allocated) in @parent; the caller adds the entry. */
+int fsck_mkdir(struct fsck_ctx *c, uint32_t ino, uint32_t parent, uint16_t perm);
+/* Map logical block @lblk of @in to @pblk, making the indirect blocks on
+ * the way (@added counts them); the inode is the caller's to write. */
+int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
+		  uint64_t lblk, uint64_t pblk, uint64_t *added);
+/* Add @by to inode @ino's link count on the disk. */
+int fsck_adjust_links(struct fsck_ctx *c, uint32_t ino, int by);
+struct fsck_dir *fsck_dir_find(struct fsck_ctx *c, uint32_t ino);
+int fsck_dir_insert(struct fsck_ctx *c, uint32_t ino);
+int fsck_dblist_add(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t pblk);
+
+/* ---- the passes ---- */
+
+int fsck_journal(struct fsck_ctx *c);
+int fsck_pass0(struct fsck_ctx *c);
+int fsck_regions(struct fsck_ctx *c);
+int fsck_orphans(struct fsck_ctx *c);
+int fsck_pass1(struct fsck_ctx *c);
+int fsck_pass1b(struct fsck_ctx *c);
+int fsck_pass2(struct fsck_ctx *c);
+int fsck_pass3(struct fsck_ctx *c);
+int fsck_pass4(struct fsck_ctx *c);
+int fsck_pass5(struct fsck_ctx *c);
+
+/* Link @ino (of entry type @type) into /lost+found as "#INO". */
+int fsck_reconnect(struct fsck_ctx *c, uint32_t ino, unsigned type);
+
+void fsck_progress(struct fsck_ctx *c, uint64_t done, uint64_t total);
+
+#endif /* MISCFS_FSCK_I_H */
