@@ -12,6 +12,71 @@
 
 /* ---- blocks and inodes ------------------------------------------------------ */
 
+/*
+ * Set or clear bit @bit of group @g's block or inode bitmap on the disk,
+ * with its checksum and the free counts of the group and the superblock,
+ * as the mount's allocator does: what fsck allocates or frees is then no
+ * difference for pass 5 to report.
+ */
+static int account(struct fsck_ctx *c, bool inodes, uint32_t g, uint32_t bit, bool used,
+		   bool dir)
+{
+	struct mfs_group_desc *gd = &c->gdt[g];
+	uint64_t blk = inodes ? fsck_layout_ibitmap(c, g) : fsck_layout_bbitmap(c, g);
+	uint32_t *count = inodes ? &gd->bg_free_inodes_count : &gd->bg_free_blocks_count;
+	uint8_t *map = bdev_alloc_buf(c->bs);
+	int err = map ? fsck_read(c, blk, map) : -ENOMEM;
+	int delta = used ? -1 : 1;
+
+	if (!err && bit_test(map, bit) != used) {
+		if (used)
+			bit_set(map, bit);
+		else
+			bit_clear(map, bit);
+		*count = htole32(le32toh(*count) + delta);
+		if (inodes) {
+			gd->bg_inode_bitmap_csum = htole32(mfs_bitmap_csum(&c->sb,
+							   MFS_CSUM_IBITMAP, g, map));
+			c->sb.s_free_inodes_count = htole32(le32toh(c->sb.s_free_inodes_count) +
+							    delta);
+			if (dir)
+				gd->bg_used_dirs_count = htole32(le32toh(gd->bg_used_dirs_count) -
+								 delta);
+		} else {
+			gd->bg_block_bitmap_csum = htole32(mfs_bitmap_csum(&c->sb,
+							   MFS_CSUM_BBITMAP, g, map));
+			c->sb.s_free_blocks_count = htole64(le64toh(c->sb.s_free_blocks_count) +
+							    delta);
+		}
+		c->gdt_dirty = c->sb_dirty = true;
+		err = fsck_write(c, blk, map);
+	}
+	bdev_free_buf(map);
+	return err;
+}
+
+static int account_block(struct fsck_ctx *c, uint64_t blk, bool used)
+{
+	uint64_t rel = blk - c->fdb;
+
+	return account(c, false, (uint32_t)(rel / c->bpg), (uint32_t)(rel % c->bpg), used,
+		       false);
+}
+
+int fsck_release_block(struct fsck_ctx *c, uint64_t blk)
+{
+	if (!fsck_block_ok(c, blk))
+		return 0;
+	bit_clear(c->bused, blk);
+	return account_block(c, blk, false);
+}
+
+int fsck_release_inode(struct fsck_ctx *c, uint32_t ino, bool dir)
+{
+	c->istate[ino - 1] &= (uint8_t)~IS_TYPE_MASK;
+	return account(c, true, (ino - 1) / c->ipg, (ino - 1) % c->ipg, false, dir);
+}
+
 int fsck_alloc_block(struct fsck_ctx *c, uint64_t goal, uint64_t *blk)
 {
 	uint64_t n = c->nblocks;
@@ -23,7 +88,7 @@ int fsck_alloc_block(struct fsck_ctx *c, uint64_t goal, uint64_t *blk)
 		if (b < n && !bit_test(c->bused, b) && fsck_block_ok(c, b)) {
 			bit_set(c->bused, b);
 			*blk = b;
-			return 0;
+			return account_block(c, b, true);
 		}
 	}
 	return -ENOSPC;
@@ -36,7 +101,8 @@ int fsck_alloc_inode(struct fsck_ctx *c, unsigned type, uint32_t *ino)
 			continue;
 		c->istate[i - 1] = (uint8_t)type;
 		*ino = i;
-		return 0;
+		return account(c, true, (i - 1) / c->ipg, (i - 1) % c->ipg, true,
+			       type == MFS_FT_DIR);
 	}
 	return -ENOSPC;
 }

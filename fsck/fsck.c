@@ -105,7 +105,11 @@ static int write_super_block(struct fsck_ctx *c, uint64_t blk, uint32_t off,
 static int write_gdt_at(struct fsck_ctx *c, uint64_t blk)
 {
 	uint32_t n = le16toh(c->sb.s_gdt_blocks);
-	int err = bdev_write(c->bd, blk * c->bs, c->gdt, (size_t)n * c->bs);
+	int err;
+
+	for (uint32_t g = 0; g < c->ngroups; g++)
+		c->gdt[g].bg_checksum = htole32(mfs_gdesc_csum(&c->sb, g, &c->gdt[g]));
+	err = bdev_write(c->bd, blk * c->bs, c->gdt, (size_t)n * c->bs);
 
 	if (err)
 		mlog_err("cannot write the group descriptors: %s", strerror(-err));
@@ -153,32 +157,34 @@ static int jmap_block(void *arg, uint64_t lblk, uint64_t pblk)
 	return 0;
 }
 
-/* The journal's blocks, read through the mount's own walk: a journal
- * the mount could not use is damage here too. */
+static int read_block(void *c, uint64_t blk, void *buf)
+{
+	return fsck_read(c, blk, buf);
+}
+
+/* The journal's blocks, read through the mount's own walk (a journal the
+ * mount could not use is damage here too), from the inode table where
+ * the layout puts it. */
 static int load_jmap(struct fsck_ctx *c, struct jmap *m, char *why, size_t len)
 {
-	struct mfs_raw raw;
 	struct mfs_inode in;
-	struct mfs_bmap_walk w;
-	int err = mfs_raw_open(c->bd, &raw);
+	struct mfs_bmap_walk w = { .sb = &c->sb, .ino = MFS_JOURNAL_INO, .in = &in,
+				   .read_block = read_block, .read_ctx = c, .data = jmap_block,
+				   .ctx = m, .why = why, .whylen = len };
+	int err;
 
-	if (err)
-		return err;
 	m->n = le32toh(c->sb.s_journal_blocks);
 	m->map = calloc(m->n, sizeof(*m->map));
-	err = m->map ? mfs_raw_inode(&raw, MFS_JOURNAL_INO, &in) : -ENOMEM;
-	if (!err) {
-		mfs_raw_bmap_walk_init(&raw, MFS_JOURNAL_INO, &in, &w);
-		w.data = jmap_block;
-		w.ctx = m;
+	err = m->map ? fsck_read_inode(c, MFS_JOURNAL_INO, &in) : -ENOMEM;
+	if (!err && le32toh(in.i_checksum) != mfs_inode_csum(&c->sb, MFS_JOURNAL_INO, &in))
+		err = ut_corrupt(why, len, "its checksum does not match");
+	if (!err)
 		err = mfs_bmap_walk(&w, 0, m->n);
-	}
 	if (!err && m->got != m->n)
-		err = ut_corrupt(raw.why, sizeof(raw.why), "it maps %" PRIu32 " of its %"
-				 PRIu32 " blocks", m->got, m->n);
-	if (err == -EUCLEAN)
-		snprintf(why, len, "%s", raw.why[0] ? raw.why : "its block map has holes");
-	mfs_raw_close(&raw);
+		err = ut_corrupt(why, len, "it maps %" PRIu32 " of its %" PRIu32 " blocks",
+				 m->got, m->n);
+	if (err == -EUCLEAN && !why[0])
+		snprintf(why, len, "its block map has holes");
 	return err;
 }
 

@@ -88,8 +88,6 @@ struct fsck_ctx {
 	/* passes 1 to 5 */
 	uint8_t *bused;              /* blocks in use, as found */
 	uint8_t *bdup;               /* blocks claimed twice (pass 1b) */
-	uint8_t *bfreed, *ifreed;    /* freed by the orphan list: pass 5 puts
-	                                them in the bitmaps unasked */
 	uint64_t ndup;
 	uint8_t *istate;             /* IS_* per inode, index ino - 1 */
 	uint16_t *links_disk;        /* i_links_count */
@@ -139,8 +137,21 @@ int fsck_write_inode(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in);
 /* Device block of inode @ino's slot and its offset there, from the layout. */
 uint64_t fsck_inode_block(const struct fsck_ctx *c, uint32_t ino, uint32_t *off);
 
-/* Where the group layout (FORMAT.md) puts @g's bitmaps and inode table. */
+/*
+ * Where the group layout (FORMAT.md) puts @g's bitmaps and inode table.
+ * The layout is fixed, so fsck reads them there rather than where a
+ * descriptor, which may be damaged, says; pass 0 makes the descriptors
+ * agree.
+ */
 uint64_t fsck_layout_bbitmap(const struct fsck_ctx *c, uint32_t g);
+static inline uint64_t fsck_layout_ibitmap(const struct fsck_ctx *c, uint32_t g)
+{
+	return fsck_layout_bbitmap(c, g) + 1;
+}
+static inline uint64_t fsck_layout_itable(const struct fsck_ctx *c, uint32_t g)
+{
+	return fsck_layout_bbitmap(c, g) + 2;
+}
 /* Block @blk is a superblock copy, descriptor copy, bitmap or inode table. */
 bool fsck_is_group_meta(const struct fsck_ctx *c, uint64_t blk);
 /* A block a map may point at: in the groups, not their metadata. */
@@ -214,8 +225,13 @@ int fsck_map_walk(struct fsck_map_walk *w);
 
 /* ---- alloc.c: what repairs allocate ---- */
 
-/* A free block (by the blocks found in use), marked in use; near @goal. */
+/* A free block (by the blocks found in use), marked in use, on the disk's
+ * bitmap too, as the mount allocates; near @goal.  Likewise the others:
+ * pass 5 finds no difference in what fsck itself changed. */
 int fsck_alloc_block(struct fsck_ctx *c, uint64_t goal, uint64_t *blk);
+/* Give back a block or an inode (on the disk's bitmaps too). */
+int fsck_release_block(struct fsck_ctx *c, uint64_t blk);
+int fsck_release_inode(struct fsck_ctx *c, uint32_t ino, bool dir);
 /* A free inode number, marked in use with @type. */
 int fsck_alloc_inode(struct fsck_ctx *c, unsigned type, uint32_t *ino);
 /* An empty directory block of directory @ino ("." and ".." when @parent). */

@@ -53,9 +53,7 @@ int fsck_read_batch(struct fsck_ctx *c, const uint64_t *blks, void **bufs,
 
 uint64_t fsck_inode_block(const struct fsck_ctx *c, uint32_t ino, uint32_t *off)
 {
-	uint32_t g = (ino - 1) / c->ipg;
-
-	return mfs_inode_block(&c->sb, le32toh(c->gdt[g].bg_inode_table), ino, off);
+	return mfs_inode_block(&c->sb, fsck_layout_itable(c, (ino - 1) / c->ipg), ino, off);
 }
 
 /* The unit of the device (its block size, at most the filesystem's)

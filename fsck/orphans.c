@@ -3,9 +3,8 @@
  *
  * The list (s_last_orphan, then i_next_orphan) names inodes unlinked while
  * open, and inodes being truncated.  As the mount does after a crash, fsck
- * frees the first and cuts the second to their size.  The blocks and
- * inodes so freed are noted, so pass 5 puts them in the bitmaps without
- * calling them damage.  A list that leaves the inodes in use, or loops, is
+ * frees the first and cuts the second to their size, giving their blocks
+ * and inodes back on the disk's bitmaps as the mount would.  A list that leaves the inodes in use, or loops, is
  * cleared whole: the passes then find its inodes as they are.
  */
 #include "fsck_i.h"
@@ -15,12 +14,14 @@
 struct cut {
 	uint64_t keep;               /* logical blocks kept */
 	uint64_t freed;
+	int err;
 };
 
-static void quiet_free(struct fsck_ctx *c, uint64_t blk, struct cut *k)
+static void cut_free(struct fsck_ctx *c, uint64_t blk, struct cut *k)
 {
-	if (blk < c->nblocks)
-		bit_set(c->bfreed, blk);
+	int err = fsck_release_block(c, blk);
+
+	k->err = k->err ? k->err : err;
 	k->freed++;
 }
 
@@ -34,7 +35,7 @@ static int cut_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span,
 		return MAP_ZERO;         /* damage: pass 1 would clear it anyway */
 	if (depth || lblk < k->keep)
 		return MAP_KEEP;
-	quiet_free(w->c, le32toh(*ptr), k);
+	cut_free(w->c, le32toh(*ptr), k);
 	return MAP_ZERO;
 }
 
@@ -45,7 +46,7 @@ static int cut_leave(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t
 	(void)depth;
 	if (lblk < k->keep)
 		return MAP_KEEP;
-	quiet_free(w->c, le32toh(*ptr), k);
+	cut_free(w->c, le32toh(*ptr), k);
 	return MAP_ZERO;
 }
 
@@ -68,7 +69,7 @@ static int cut_map(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in, uint6
 	int err = fsck_map_walk(&w);
 
 	in->i_blocks = htole64(blocks > k.freed * per ? blocks - k.freed * per : 0);
-	return err;
+	return err ? err : k.err;
 }
 
 static int free_orphan(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in)
@@ -80,13 +81,12 @@ static int free_orphan(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in)
 	if (err)
 		return err;
 	if (xblk)
-		quiet_free(c, xblk, &k);
+		cut_free(c, xblk, &k);
 	in->i_xattr_block = 0;
 	in->i_size = 0;
 	in->i_blocks = 0;
 	in->i_dtime = htole64(c->now);
-	bit_set(c->ifreed, ino - 1);
-	return 0;
+	return k.err ? k.err : fsck_release_inode(c, ino, S_ISDIR(le16toh(in->i_mode)));
 }
 
 /* Why inode @ino cannot be on the list, or NULL. */
@@ -166,10 +166,6 @@ int fsck_orphans(struct fsck_ctx *c)
 
 	if (!c->sb.s_last_orphan)
 		return 0;
-	c->bfreed = calloc(1, c->nblocks / 8 + 1);
-	c->ifreed = calloc(1, c->ninodes / 8 + 1);
-	if (!c->bfreed || !c->ifreed)
-		return -ENOMEM;
 	if (!list_ok(c, &n))
 		return 0;
 	/* Read each link before processing its inode clears it. */

@@ -37,7 +37,7 @@ static int ahead_start(struct fsck_ctx *c, struct ahead *a, uint32_t g)
 	struct bdev_req *r = &a->req;
 	int err;
 
-	bdev_req_init(r, BDEV_OP_READ, (uint64_t)le32toh(c->gdt[g].bg_inode_table) * c->bs,
+	bdev_req_init(r, BDEV_OP_READ, fsck_layout_itable(c, g) * c->bs,
 		      a->buf, (size_t)mfs_itable_blocks(&c->sb) * c->bs);
 	r->end_io = ahead_done;
 	r->private = a;

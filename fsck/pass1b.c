@@ -152,7 +152,7 @@ static int check_sharer(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 static int scan_group(struct fsck_ctx *c, uint32_t g, uint8_t *table, struct sharer *s)
 {
 	size_t len = (size_t)mfs_itable_blocks(&c->sb) * c->bs;
-	int err = bdev_read(c->bd, (uint64_t)le32toh(c->gdt[g].bg_inode_table) * c->bs,
+	int err = bdev_read(c->bd, fsck_layout_itable(c, g) * c->bs,
 			    table, len);
 
 	for (uint32_t i = 0; i < c->ipg && !err && !c->stop; i++) {

@@ -20,18 +20,14 @@ static const char *type_name(unsigned type)
 	return type < MFS_FT_MAX ? names[type] : "unknown";
 }
 
-/* Freed: its slot, and its blocks (pass 5 takes them out of the map). */
+/* Freed: an empty inode has no block to give back. */
 static int free_empty(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in)
 {
-	uint64_t xblk = le32toh(in->i_xattr_block);
-
-	if (xblk && xblk < c->nblocks)
-		bit_clear(c->bused, xblk);
-	in->i_xattr_block = 0;
 	in->i_links_count = 0;
 	in->i_dtime = htole64(c->now);
-	c->istate[ino - 1] &= (uint8_t)~IS_TYPE_MASK;
-	return fsck_write_inode(c, ino, in);
+	int err = fsck_write_inode(c, ino, in);
+
+	return err ? err : fsck_release_inode(c, ino, false);
 }
 
 static bool is_empty(const struct mfs_inode *in)

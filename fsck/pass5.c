@@ -4,8 +4,7 @@
  * Passes 1 to 4 leave in c->bused every block in use and in c->istate
  * every inode; here each group's bitmaps are built from them, compared
  * with the disk's and written where they differ, and the counts of the
- * descriptors and the superblock follow.  Blocks and inodes the orphan
- * list freed go out of the bitmaps without being called damage.
+ * descriptors and the superblock follow.
  */
 #include "fsck_i.h"
 
@@ -16,7 +15,6 @@
 struct diff {
 	char text[256];
 	unsigned int ranges;
-	bool loud;                   /* a difference that is damage */
 	uint64_t from, to;           /* the range being built */
 	int sign;                    /* 0: none open */
 };
@@ -41,11 +39,8 @@ static void diff_flush(struct diff *d)
 	d->sign = 0;
 }
 
-static void diff_add(struct diff *d, uint64_t n, int sign, bool quiet)
+static void diff_add(struct diff *d, uint64_t n, int sign)
 {
-	if (quiet)
-		return;
-	d->loud = true;
 	if (d->sign == sign && n == d->to + 1) {
 		d->to = n;
 		return;
@@ -58,7 +53,7 @@ static void diff_add(struct diff *d, uint64_t n, int sign, bool quiet)
 /* Compare the bitmap @want with the disk's @have (@nbits meaningful bits,
  * numbered from @base in the report); 1 when they differ. */
 static int compare(const uint8_t *want, const uint8_t *have, uint32_t nbits,
-		   uint64_t base, const uint8_t *quiet, uint64_t qbase, struct diff *d)
+		   uint64_t base, struct diff *d)
 {
 	bool differ = false;
 
@@ -68,7 +63,7 @@ static int compare(const uint8_t *want, const uint8_t *have, uint32_t nbits,
 		if (w == h)
 			continue;
 		differ = true;
-		diff_add(d, base + i, w ? 1 : -1, !w && quiet && bit_test(quiet, qbase + i));
+		diff_add(d, base + i, w ? 1 : -1);
 	}
 	diff_flush(d);
 	return differ;
@@ -114,7 +109,7 @@ static void build_ibitmap(struct fsck_ctx *c, uint32_t g, uint8_t *map, uint32_t
 static int check_bitmap(struct fsck_ctx *c, uint32_t g, bool inodes, const uint8_t *want)
 {
 	struct mfs_group_desc *gd = &c->gdt[g];
-	uint64_t blk = le32toh(inodes ? gd->bg_inode_bitmap : gd->bg_block_bitmap);
+	uint64_t blk = inodes ? fsck_layout_ibitmap(c, g) : fsck_layout_bbitmap(c, g);
 	uint32_t *csum = inodes ? &gd->bg_inode_bitmap_csum : &gd->bg_block_bitmap_csum;
 	unsigned kind = inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP;
 	uint64_t base = inodes ? (uint64_t)g * c->ipg + 1 : mfs_group_first_block(&c->sb, g);
@@ -125,9 +120,8 @@ static int check_bitmap(struct fsck_ctx *c, uint32_t g, bool inodes, const uint8
 
 	if (err)
 		return err;
-	if (compare(want, c->buf, 8 * c->bs, base, inodes ? c->ifreed : c->bfreed,
-		    inodes ? base - 1 : base, &d)) {
-		fix = d.loud ? fsck_fix(c, inodes ? PR_IBITMAP : PR_BBITMAP, &p) : c->rw;
+	if (compare(want, c->buf, 8 * c->bs, base, &d)) {
+		fix = fsck_fix(c, inodes ? PR_IBITMAP : PR_BBITMAP, &p);
 	} else if (le32toh(*csum) != mfs_bitmap_csum(&c->sb, kind, g, want)) {
 		fix = fsck_fix(c, inodes ? PR_IBITMAP_CSUM : PR_BBITMAP_CSUM, &p);
 	} else {
