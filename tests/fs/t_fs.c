@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "fsck.h"
 #include "util.h"
 
 static const uint32_t user_groups[] = { 1000 };
@@ -243,6 +244,23 @@ static void check_links(struct chk *c)
 	}
 }
 
+static enum fsck_answer fsck_report(void *arg, const struct fsck_report *r)
+{
+	(void)arg;
+	fprintf(stderr, "fsck: [%s] %s\n", r->code, r->message);
+	return r->proposed;
+}
+
+/* fsck -fn on the image: nothing to report. */
+static void fsck_clean(struct bdev *bd)
+{
+	struct fsck_opts o = { .mode = FSCK_NO, .force = true, .problem = fsck_report };
+	struct fsck_result r;
+
+	t_assert(fsck_run(bd, &o, &r) == 0, "fsck -fn: exit status %d, %" PRIu64
+		 " problems", r.exit, r.problems);
+}
+
 void tf_check(struct bdev *bd, bool clean)
 {
 	struct chk c = { 0 };
@@ -287,6 +305,7 @@ void tf_check(struct bdev *bd, bool clean)
 	free(c.used);
 	free(c.links);
 	free(c.inuse);
+	fsck_clean(bd);
 }
 
 /* ---- file helpers -------------------------------------------------------- */

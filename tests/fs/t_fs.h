@@ -23,7 +23,7 @@ struct mfs_fs *tf_mount_opts(struct bdev *bd, const struct mfs_mount_opts *o);
 /* Unmount, then check the image; fails the test on any inconsistency. */
 void tf_unmount_check(struct mfs_fs *fs, struct bdev *bd);
 /* Check an unmounted image; @clean: the free counts of the superblock
- * must be exact too. */
+ * must be exact too.  Then fsck -fn (fsck_run) must find nothing. */
 void tf_check(struct bdev *bd, bool clean);
 
 /* Inode number of @path's last component under the root ("a/b/c"). */
