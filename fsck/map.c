@@ -72,7 +72,8 @@ static int walk_ptr(struct level *l, uint64_t lblk, int depth, uint32_t *slot,
 		*slot = 0;
 	if (*slot != before)
 		*changed = true;
-	if (r != MAP_KEEP || !depth || !*slot)
+	/* Never read what is not a block of the groups' data. */
+	if (r != MAP_KEEP || !depth || !*slot || !fsck_block_ok(w->c, le32toh(*slot)))
 		return 0;
 	r = walk_indirect(l, lblk, depth, slot, changed);
 	if (r || !w->leave || !*slot)
