@@ -100,6 +100,7 @@ struct fsck_ctx {
 	bool lf_taken;               /* the root names a lost+found that is no
 	                                directory */
 	bool root_bad;
+	bool journal_rebuild;        /* a new journal is made before pass 5 */
 
 	/* buffers of one block each, bdev_alloc_buf */
 	void *buf, *buf2, *ind[3];
@@ -256,6 +257,8 @@ int fsck_dblist_add(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t pb
 
 /* ---- the passes ---- */
 
+/* (Re)read the superblock and descriptors: at the start, after a replay. */
+int fsck_load_super(struct fsck_ctx *c);
 int fsck_journal(struct fsck_ctx *c);
 int fsck_pass0(struct fsck_ctx *c);
 int fsck_regions(struct fsck_ctx *c);
@@ -266,6 +269,8 @@ int fsck_pass2(struct fsck_ctx *c);
 int fsck_pass3(struct fsck_ctx *c);
 int fsck_pass4(struct fsck_ctx *c);
 int fsck_pass5(struct fsck_ctx *c);
+/* Make a new, empty journal in inode 8 (before pass 5). */
+int fsck_journal_rebuild(struct fsck_ctx *c);
 
 /* Link @ino (of entry type @type) into /lost+found as "#INO". */
 int fsck_reconnect(struct fsck_ctx *c, uint32_t ino, unsigned type);

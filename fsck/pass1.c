@@ -381,6 +381,29 @@ static int check_used(struct fsck_ctx *c, struct inode_check *k)
 	return k->dirty ? fsck_write_inode(c, k->ino, k->in) : 0;
 }
 
+/*
+ * The journal inode is never cleared: one that cannot be used is replaced
+ * by a new journal (fsck_journal_rebuild), and until then claims nothing.
+ * 1 when it is not to be checked as an inode.
+ */
+static int check_journal_inode(struct fsck_ctx *c, const struct mfs_inode *in)
+{
+	char why[200];
+	struct fsck_pctx p = { .ino = MFS_JOURNAL_INO, .str = why };
+
+	if (c->journal_rebuild)
+		return 1;
+	if (!fsck_slot_in_use(in))
+		snprintf(why, sizeof(why), "is not in use");
+	else if (!S_ISREG(le16toh(in->i_mode)))
+		snprintf(why, sizeof(why), "is not a regular file");
+	else if (mfs_inode_check(&c->sb, MFS_JOURNAL_INO, in, why, sizeof(why)) == 0)
+		return 0;
+	if (fsck_fix(c, PR_JOURNAL_INODE, &p))
+		c->journal_rebuild = true;
+	return 1;
+}
+
 static int check_inode(struct fsck_ctx *c, uint32_t ino, const void *slot)
 {
 	struct mfs_inode in;
@@ -388,17 +411,15 @@ static int check_inode(struct fsck_ctx *c, uint32_t ino, const void *slot)
 	int r;
 
 	memcpy(&in, slot, sizeof(in));
+	if (ino == MFS_JOURNAL_INO &&
+	    (le32toh(c->sb.s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL) &&
+	    check_journal_inode(c, &in))
+		return 0;
 	if (all_zero(&in, sizeof(in)) || !fsck_slot_in_use(&in))
 		return 0;
 	r = check_basics(c, &k);
 	if (r)
 		return r < 0 ? r : 0;
-	if (ino == MFS_JOURNAL_INO && !S_ISREG(le16toh(in.i_mode))) {
-		fsck_note(c, PR_JOURNAL_INODE,
-			  &(struct fsck_pctx){ .ino = ino, .str = "is not a regular file" });
-		c->stop = true;
-		return 0;
-	}
 	return check_used(c, &k);
 }
 

@@ -53,7 +53,15 @@ static int add_mine(struct sharer *s, uint64_t blk)
 	return 0;
 }
 
-static int clone_block(struct fsck_ctx *c, uint32_t *ptr)
+/* A directory's copied block is the one pass 2 checks. */
+static void moved(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t blk)
+{
+	for (size_t i = 0; i < c->ndb; i++)
+		if (c->dblist[i].ino == ino && c->dblist[i].lblk == lblk)
+			c->dblist[i].pblk = blk;
+}
+
+static int clone_block(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint32_t *ptr)
 {
 	uint64_t old = le32toh(*ptr), blk;
 	int err = fsck_alloc_block(c, old, &blk);
@@ -64,6 +72,8 @@ static int clone_block(struct fsck_ctx *c, uint32_t *ptr)
 		err = fsck_write(c, blk, c->buf);
 	if (!err)
 		*ptr = htole32((uint32_t)blk);
+	if (!err && istate_type(c, ino) == MFS_FT_DIR)
+		moved(c, ino, lblk, blk);
 	return err;
 }
 
@@ -75,14 +85,15 @@ static int visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int dept
 	uint64_t blk = le32toh(*ptr);
 	long i;
 
-	(void)lblk;
 	(void)span;
+	if (!fsck_block_ok(c, blk))
+		return MAP_SKIP;             /* left so by a no in pass 1 */
 	if (depth || !bit_test(c->bdup, blk))
 		return MAP_KEEP;
 	i = find_mine(s, blk);
 	if (s->clone) {
 		if (i < 0 || s->kept[i])
-			return clone_block(c, ptr);
+			return clone_block(c, w->ino, lblk, ptr);
 		s->kept[i] = true;
 		return MAP_KEEP;
 	}
@@ -109,7 +120,7 @@ static int check_xattr(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 	uint64_t blk = le32toh(in->i_xattr_block);
 	struct fsck_pctx p = { .ino = ino, .blk = blk, .str = "xattr" };
 
-	if (!blk || !bit_test(c->bdup, blk))
+	if (!fsck_block_ok(c, blk) || !bit_test(c->bdup, blk))
 		return 0;
 	if (!bit_test(s->seen, blk)) {
 		bit_set(s->seen, blk);

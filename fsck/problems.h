@@ -25,7 +25,7 @@ FSCK_PROBLEM(J_REPLAYED, JOURNAL, P_INFO, NULL,
 	"journal replayed: %N transactions, %M blocks")
 FSCK_PROBLEM(J_SB_BAD, JOURNAL, 0, "Make an empty journal",
 	"the journal superblock is damaged: %s")
-FSCK_PROBLEM(J_INODE_BAD, JOURNAL, P_UNFIXABLE, NULL,
+FSCK_PROBLEM(J_INODE_BAD, JOURNAL, 0, "Make a new journal",
 	"the journal inode is damaged: %s")
 FSCK_PROBLEM(J_ERRNO, JOURNAL, P_PREEN, "Clear it",
 	"the journal recorded an abort (%s)")
@@ -81,7 +81,7 @@ FSCK_PROBLEM(INODE_RESERVED, 1, 0, "Clear",
 	"reserved inode %i is in use (mode 0%N)")
 FSCK_PROBLEM(ROOT_NOT_DIR, 1, 0, "Clear",
 	"the root inode is not a directory (mode 0%N)")
-FSCK_PROBLEM(JOURNAL_INODE, 1, P_UNFIXABLE, NULL,
+FSCK_PROBLEM(JOURNAL_INODE, 1, 0, "Make a new journal",
 	"the journal inode %i %s")
 FSCK_PROBLEM(INODE_FLAGS, 1, P_PREEN, "Clear them",
 	"inode %i has unknown flags 0x%N")
