@@ -191,6 +191,24 @@ static int check_backups(struct fsck_ctx *c)
 	return 0;
 }
 
+/* A clock that ran ahead once would make every later check think the
+ * filesystem was written in the future; a day of slack for time zones. */
+static void check_sb_times(struct fsck_ctx *c)
+{
+	int64_t *t[3] = { &c->sb.s_mtime, &c->sb.s_wtime, &c->sb.s_lastcheck };
+	static const char *const names[3] = { "mount", "write", "last check" };
+
+	for (int i = 0; i < 3; i++) {
+		struct fsck_pctx p = { .str = names[i], .num = (uint64_t)(int64_t)le64toh(*t[i]),
+				       .num2 = (uint64_t)c->now };
+
+		if ((int64_t)le64toh(*t[i]) <= c->now + 86400 || !fsck_fix(c, PR_SB_FUTURE, &p))
+			continue;
+		*t[i] = (int64_t)htole64(c->now);
+		c->sb_dirty = true;
+	}
+}
+
 static void check_sb_fields(struct fsck_ctx *c)
 {
 	uint16_t state = le16toh(c->sb.s_state), errors = le16toh(c->sb.s_errors);
@@ -217,6 +235,7 @@ static void check_sb_fields(struct fsck_ctx *c)
 	}
 	if (state & MFS_STATE_ERRORS)
 		fsck_note(c, PR_SB_MARKED, NULL);
+	check_sb_times(c);
 }
 
 static void check_gdesc(struct fsck_ctx *c, uint32_t g)

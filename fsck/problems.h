@@ -47,7 +47,7 @@ FSCK_PROBLEM(SB_RESERVED, 0, P_PREEN, "Clear them",
 	"the superblock's reserved bytes are not zero")
 FSCK_PROBLEM(SB_MARKED, 0, P_INFO, NULL,
 	"the filesystem was marked with errors")
-FSCK_PROBLEM(SB_FUTURE, 0, P_PREEN, "Fix",
+FSCK_PROBLEM(SB_FUTURE, 0, P_PREEN, "Set it to now",
 	"the superblock's %s time %N is in the future (now %M)")
 FSCK_PROBLEM(GD_CSUM, 0, P_PREEN, "Fix",
 	"the descriptor of group %g has a bad checksum")
@@ -95,8 +95,6 @@ FSCK_PROBLEM(BLOCK_BAD, 1, 0, "Clear",
 	"inode %i maps logical block %N to block %b, %s")
 FSCK_PROBLEM(IND_CSUM, 1, 0, "Clear",
 	"inode %i: indirect block %b (mapping from logical block %N) has a bad checksum")
-FSCK_PROBLEM(IND_LOOP, 1, 0, "Clear",
-	"inode %i: indirect block %b (mapping from logical block %N) is met twice in its own map")
 FSCK_PROBLEM(I_BLOCKS, 1, P_PREEN, "Fix",
 	"inode %i: i_blocks is %N, should be %M")
 FSCK_PROBLEM(DIR_HOLE, 1, P_PREEN, "Fill it",
