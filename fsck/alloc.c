@@ -163,7 +163,8 @@ int fsck_dblist_add(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t pb
 
 	if (err)
 		return err;
-	c->dblist[c->ndb++] = (struct fsck_dblock){ .ino = ino, .lblk = lblk, .pblk = pblk };
+	c->dblist[c->ndb++] = (struct fsck_dblock){ .ino = ino, .lblk = (uint32_t)lblk,
+						     .pblk = (uint32_t)pblk };
 	return 0;
 }
 

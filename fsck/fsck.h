@@ -32,7 +32,7 @@
  * written straight to the device as they are made, and flushed at the end;
  * with FSCK_NO nothing at all is written.  Memory is bitmaps of the blocks
  * and inodes and compact arrays (a few bytes per inode, 12 per directory,
- * 16 per directory block), never a copy of the metadata.
+ * 12 per directory block), never a copy of the metadata.
  *
  * The filesystem core knows nothing of this layer; this layer prints
  * nothing itself (it logs I/O errors through mlog) and knows no terminal.

@@ -40,11 +40,11 @@ struct fsck_dir {
 	uint32_t dotdot;             /* what its ".." says */
 };
 
+/* Block numbers fit 32 bits (FORMAT.md), logical ones too. */
 struct fsck_dblock {
 	uint32_t ino;
-	uint32_t pad;
-	uint64_t lblk;
-	uint64_t pblk;
+	uint32_t lblk;
+	uint32_t pblk;               /* 0: a hole pass 2 fills */
 };
 
 /* ---- the problems --------------------------------------------------------- */

@@ -58,7 +58,7 @@ static void moved(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t blk)
 {
 	for (size_t i = 0; i < c->ndb; i++)
 		if (c->dblist[i].ino == ino && c->dblist[i].lblk == lblk)
-			c->dblist[i].pblk = blk;
+			c->dblist[i].pblk = (uint32_t)blk;
 }
 
 static int clone_block(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint32_t *ptr)

@@ -323,7 +323,7 @@ static int fill_hole(struct fsck_ctx *c, struct fsck_dblock *db, uint8_t *blk)
 	if (le64toh(in.i_size) < (db->lblk + 1) * c->bs)
 		in.i_size = htole64((db->lblk + 1) * c->bs);
 	err = fsck_write_inode(c, db->ino, &in);
-	db->pblk = pblk;
+	db->pblk = (uint32_t)pblk;
 	/* Block 0 gets "." and ".." (pass 3 names the parent). */
 	fsck_dirblock_init(c, blk, db->ino, db->lblk ? 0 : db->ino);
 	return err;
