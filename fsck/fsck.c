@@ -372,11 +372,14 @@ static int run_passes(struct fsck_ctx *c)
 	return err;
 }
 
-/* The check is over: the superblock says so, and everything goes home. */
+/* The check is over: the superblock says so, and everything goes home.
+ * The time of the check alone is no change of the filesystem. */
 static int finish(struct fsck_ctx *c)
 {
 	bool clean = !(c->res->exit & FSCK_EXIT_UNCORRECTED) && !c->stop;
+	bool changed = c->res->changed || c->res->fixed || c->sb_dirty || c->gdt_dirty;
 	uint16_t state = le16toh(c->sb.s_state);
+	int err;
 
 	if (!c->rw)
 		return 0;
@@ -389,7 +392,9 @@ static int finish(struct fsck_ctx *c)
 	c->sb.s_state = htole16(state);
 	if (!c->sb_dirty && !c->gdt_dirty && !c->backups_dirty && !c->res->changed)
 		return bdev_flush(c->bd);
-	return write_super(c, c->backups_dirty || c->gdt_dirty || c->res->changed);
+	err = write_super(c, c->backups_dirty || c->gdt_dirty || c->res->changed);
+	c->res->changed = changed;
+	return err;
 }
 
 static int check(struct fsck_ctx *c)

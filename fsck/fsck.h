@@ -99,7 +99,9 @@ struct fsck_report {
 	uint32_t dir;            /* directory holding the entry */
 	uint64_t block;
 	uint32_t group;
-	const char *name;        /* entry name (may hold any byte but / NUL) */
+	const char *name;        /* entry name: @name_len bytes, not terminated,
+	                            any byte but '/' and NUL */
+	size_t name_len;
 };
 
 struct fsck_opts {

@@ -147,8 +147,13 @@ bool fsck_slot_in_use(const struct mfs_inode *in)
 	return in->i_mode && !in->i_dtime;
 }
 
+/* Also where a long check notices it was cancelled, problem or not. */
 void fsck_progress(struct fsck_ctx *c, uint64_t done, uint64_t total)
 {
+	if (c->o->cancel && *c->o->cancel) {
+		c->res->exit |= FSCK_EXIT_CANCELED;
+		c->stop = true;
+	}
 	if (c->o->progress)
 		c->o->progress(c->o->arg, c->pass, done, total);
 }

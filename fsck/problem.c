@@ -121,6 +121,7 @@ static enum fsck_answer deliver(struct fsck_ctx *c, const struct problem *pr,
 	r.block = p->blk;
 	r.group = p->group;
 	r.name = p->name;
+	r.name_len = p->name ? p->namelen : 0;
 	format(c->msg, sizeof(c->msg), pr->fmt, p);
 	if (!c->o->problem)
 		return r.proposed;
