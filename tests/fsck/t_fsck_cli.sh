@@ -193,7 +193,9 @@ if command -v script >/dev/null; then
 		fail "under script: $(cat "$T_OUT")"
 	grep -aq $'\rPass 1:   \\[=*>* *\\] *[0-9]*%' "$T_OUT" || fail "no bar: $(cat -A "$T_OUT")"
 	grep -aq $'\rPass 5:   \\[=\\{40\\}\\] 100%' "$T_OUT" || fail "no full bar: $(cat -A "$T_OUT")"
-	expect_in "$T_OUT" "$img: 11/6144 files"
+	# cleared (blanks, back to the start) before the next line
+	grep -aq $'\\] 100%\r *\rPass 2: Checking' "$T_OUT" || fail "not cleared: $(cat -A "$T_OUT")"
+	grep -aq $'\r *\r'"$img: 11/6144 files" "$T_OUT" || fail "not cleared: $(cat -A "$T_OUT")"
 fi
 
 # ---- the questions, on a terminal (script gives one) ----
@@ -206,11 +208,11 @@ if command -v script >/dev/null; then
 	}
 	damage_inode
 	cp "$img" "$T_DIR/damaged"
-	ask q -f "$img"
+	ask qn -f "$img"                                  # the n is never read
 	expect_in "$T_OUT" "Clear<y>? cancelled"
 	expect_in "$T_OUT" "the check was cancelled"
 	cmp -s "$img" "$T_DIR/damaged" || fail "a cancelled check changed the image"
-	ask $'\003' -f "$img"                             # Ctrl-C
+	ask $'\003n' -f "$img"                            # Ctrl-C
 	expect_in "$T_OUT" "Clear<y>? cancelled"
 	ask nn -f "$img"
 	expect_in "$T_OUT" "Clear<y>? no"
