@@ -99,6 +99,8 @@ expect_in "$T_OUT" "inode 2 is damaged: its checksum does not match"
 expect_in "$T_OUT" ".  Clear? yes"
 expect_in "$T_OUT" "$img: ***** FILE SYSTEM WAS MODIFIED *****"
 no_line "$T_OUT" "WARNING"
+expect_status 0 "$FSCK" -fn "$img"                  # and nothing is left
+no_line "$T_OUT" "?"
 
 # ---- preening fixes what it may, and the next check finds nothing ----
 damage_csum

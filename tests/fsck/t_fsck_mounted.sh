@@ -68,4 +68,7 @@ assert p["inode"] == int(sys.argv[2]) and p["dir"] == 2 and p["pass"] == "2", p
 raw = open(sys.argv[1], "rb").read()
 assert b'"name": "we\\u0001ird\\udcff\xc3\xa9"' in raw, raw
 EOF
+expect_status 1 "$FSCK" -fy "$img"
+expect_in "$T_OUT" "names inode $ino, which is not in use.  Clear? yes"
+expect_status 0 "$FSCK" -fn "$img"
 echo ok
