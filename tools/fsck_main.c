@@ -153,7 +153,17 @@ static int parse_args(int argc, char **argv, struct cli *c)
 
 /* ---- running the check --------------------------------------------------- */
 
-static void on_cancel(int sig) { cli_cancel = 1; }
+/* The first signal asks the checker to stop where it may; a second one,
+ * from a user who will not wait, ends the program at once. */
+static void on_cancel(int sig)
+{
+	if (cli_cancel) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	cli_cancel = 1;
+}
+
 static void on_usr1(int sig) { cli_progress_on = 1; }
 static void on_usr2(int sig) { cli_progress_on = 0; }
 
