@@ -148,6 +148,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error(optind < argc ? "one IMAGE only" : "no IMAGE given",
 				   NULL);
 	c->image = argv[optind];
+	if (c->progress_fd == STDOUT_FILENO && c->json_path && !strcmp(c->json_path, "-"))
+		return usage_error("-C 1 and -j - would both write to stdout", NULL);
 	return ARGS_RUN;
 }
 
@@ -255,9 +257,14 @@ static int check(struct cli *c)
 		status = run(c, &res, &error);
 		close(lock);
 	}
-	if (c->json_on && cli_json_close(&c->json, status, &res, !error, error)) {
-		mlog_err("cannot write the report %s: %s", c->json_path, strerror(errno));
-		status |= FSCK_EXIT_OPERATIONAL;
+	if (c->json_on) {
+		int err = cli_json_close(&c->json, status, &res, !error, error);
+
+		if (err) {
+			mlog_err("cannot write the report %s: %s", c->json_path,
+				 strerror(-err));
+			status |= FSCK_EXIT_OPERATIONAL;
+		}
 	}
 	return status;
 }

@@ -36,6 +36,7 @@ expect_status 16 "$FSCK" -n "$img" "$img"
 expect_status 16 "$FSCK" -n -C x "$img"
 expect_status 16 "$FSCK" -n -C 9 "$img"          # fd 9 is not open
 expect_status 16 "$FSCK" -n -j
+expect_status 16 "$FSCK" -n -C 1 -j - "$img"       # both on stdout
 expect_status 0 "$FSCK" -a -p "$img"               # one mode, two spellings
 expect_status 0 "$FSCK" -V
 expect_in "$T_OUT" "fsck.miscfs "
@@ -169,6 +170,8 @@ python3 -c 'import json,sys; d = json.load(open(sys.argv[1]));
 assert d["exit"] == 8 and not d["checked"] and d["error"], d' "$T_DIR/report.json" ||
 	fail "report of a missing image: $(cat "$T_DIR/report.json")"
 expect_status 8 "$FSCK" -n -j "$T_DIR/no/such/dir" "$img"
+expect_status 8 "$FSCK" -fn -j /dev/full "$img"       # a report not written whole
+expect_in "$T_ERR" "cannot write the report /dev/full: No space left on device"
 
 # ---- not an image at all: 8 ----
 head -c 1M /dev/zero >"$T_DIR/zero"
