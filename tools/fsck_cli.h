@@ -30,8 +30,9 @@ void cli_json_problem(struct cli_json *j, const struct fsck_report *r,
  * -errno when the report could not be written whole. */
 int cli_json_close(struct cli_json *j, int exit_status, const struct fsck_result *res,
 		   bool checked, const char *error);
-/* @s as a JSON string with its quotes (see fsck_json.c for the bytes that
- * are not UTF-8). */
+/* @len bytes at @s as a JSON string with its quotes (see fsck_json.c for
+ * the bytes that are not UTF-8); the string @s, or null. */
+void cli_json_bytes(FILE *f, const char *s, size_t len);
 void cli_json_string(FILE *f, const char *s);
 
 /* ---- the program's state ------------------------------------------------- */

@@ -18,10 +18,10 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* The length of the valid UTF-8 sequence that starts at @s (at least one
- * byte, NUL-terminated), or 0 when none does: overlong forms, surrogates
- * and code points past U+10FFFF are not valid. */
-static size_t utf8_len(const unsigned char *s)
+/* The length of the valid UTF-8 sequence that starts at @s, of @left > 0
+ * bytes, or 0 when none does: overlong forms, surrogates and code points
+ * past U+10FFFF are not valid. */
+static size_t utf8_len(const unsigned char *s, size_t left)
 {
 	static const uint32_t least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
 	size_t n;
@@ -37,8 +37,10 @@ static size_t utf8_len(const unsigned char *s)
 		n = 4, cp = s[0] & 0x07u;
 	else
 		return 0;
+	if (n > left)
+		return 0;
 	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)      /* also stops at the NUL */
+		if ((s[i] & 0xc0) != 0x80)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3fu);
 	}
@@ -47,17 +49,13 @@ static size_t utf8_len(const unsigned char *s)
 	return n;
 }
 
-void cli_json_string(FILE *f, const char *str)
+void cli_json_bytes(FILE *f, const char *bytes, size_t len)
 {
-	const unsigned char *s = (const unsigned char *)str;
+	const unsigned char *s = (const unsigned char *)bytes, *end = s + len;
 
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
 	fputc('"', f);
-	while (*s) {
-		size_t n = utf8_len(s);
+	while (s < end) {
+		size_t n = utf8_len(s, (size_t)(end - s));
 
 		if (*s == '"' || *s == '\\')
 			fprintf(f, "\\%c", *s);
@@ -70,6 +68,14 @@ void cli_json_string(FILE *f, const char *str)
 		s += n ? n : 1;
 	}
 	fputc('"', f);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+	if (s)
+		cli_json_bytes(f, s, strlen(s));
+	else
+		fputs("null", f);
 }
 
 static void field_str(FILE *f, const char *indent, const char *key, const char *val)

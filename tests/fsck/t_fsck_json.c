@@ -23,6 +23,22 @@ static void check(const char *in, const char *want)
 	free(buf);
 }
 
+/* Bytes with a length: a NUL is a byte like another, and a sequence cut
+ * by the length is not UTF-8 even when the byte after it would complete it. */
+static void check_bytes(const char *in, size_t len, const char *want)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	t_assert(f, "open_memstream");
+	cli_json_bytes(f, in, len);
+	t_assert(fclose(f) == 0, "fclose");
+	if (strcmp(buf, want))
+		t_fail("%zu bytes gave %s, expected %s", len, buf, want);
+	free(buf);
+}
+
 static void report_roundtrip(void)
 {
 	char path[] = "/tmp/t_fsck_json.XXXXXX";
@@ -87,6 +103,10 @@ int main(void)
 	check("\xf5\x80\x80\x80", "\"\\udcf5\\udc80\\udc80\\udc80\"");
 	/* After a bad byte the next valid sequence is whole again. */
 	check("\xc3\xc3\xa9", "\"\\udcc3\xc3\xa9\"");
+	check_bytes("a\0b", 3, "\"a\\u0000b\"");
+	check_bytes("\xc3\xa9", 1, "\"\\udcc3\"");
+	check_bytes("abcd\x0d\0\0\0", 4, "\"abcd\"");
+	check_bytes("", 0, "\"\"");
 	report_roundtrip();
 	printf("ok\n");
 	return 0;
