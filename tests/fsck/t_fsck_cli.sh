@@ -254,8 +254,16 @@ if command -v fsck >/dev/null; then
 		expect_in "$T_OUT" "$img: clean,"
 		damage_inode
 	done
-	# preening, as the boot does it
+	# preening, as the boot does it: every fstab line of type fuse.miscfs
 	expect_status 4 env PATH="$tools:$PATH" fsck -T -t miscfs -a -f "$img"
 	expect_in "$T_OUT" "UNEXPECTED INCONSISTENCY"
+	echo "$img $T_DIR/mnt fuse.miscfs defaults 0 2" >"$T_DIR/fstab"
+	expect_status 4 env FSTAB_FILE="$T_DIR/fstab" PATH="$tools:$PATH" fsck -A -T -p -f
+	expect_in "$T_OUT" "$img: UNEXPECTED INCONSISTENCY"
+	damage_csum
+	expect_status 1 env FSTAB_FILE="$T_DIR/fstab" PATH="$tools:$PATH" fsck -A -T -p -f
+	expect_in "$T_OUT" "$img: ***** FILE SYSTEM WAS MODIFIED *****"
+	expect_status 0 env FSTAB_FILE="$T_DIR/fstab" PATH="$tools:$PATH" fsck -A -T -p
+	expect_in "$T_OUT" "$img: clean,"
 fi
 echo ok
