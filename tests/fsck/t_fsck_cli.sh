@@ -222,6 +222,9 @@ if command -v script >/dev/null; then
 	ask nn -f "$img"
 	expect_in "$T_OUT" "Clear<y>? no"
 	expect_in "$T_OUT" "WARNING: Filesystem still has errors"
+	ask $'x\r' -f "$img"                               # x is ignored, Enter: <y>
+	expect_in "$T_OUT" "Clear<y>? yes"
+	damage_inode
 	ask a -f "$img"
 	expect_in "$T_OUT" "Clear<y>? yes to all"
 	expect_in "$T_OUT" "Fix? yes"                     # asked no more
