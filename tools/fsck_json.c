@@ -120,7 +120,11 @@ void cli_json_problem(struct cli_json *j, const struct fsck_report *r,
 	fprintf(f, ", \"preen_ok\": %s, \"inode\": %" PRIu32 ", \"dir\": %" PRIu32
 		", \"block\": %" PRIu64 ", \"group\": %" PRIu32,
 		r->preen_ok ? "true" : "false", r->ino, r->dir, r->block, r->group);
-	field_str(f, ", ", "name", r->name);
+	fputs(", \"name\": ", f);
+	if (r->name)
+		cli_json_bytes(f, r->name, r->name_len);
+	else
+		fputs("null", f);
 	fputc('}', f);
 }
 

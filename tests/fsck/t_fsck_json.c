@@ -46,7 +46,7 @@ static void report_roundtrip(void)
 	struct fsck_result res = { .problems = 1, .inodes_used = 11 };
 	struct fsck_report r = {
 		.code = "2.X", .pass = FSCK_PASS_2, .message = "m", .question = "Fix",
-		.ino = 12, .dir = 2, .name = "n\xff",
+		.ino = 12, .dir = 2, .name = "n\xff", .name_len = 2,
 	};
 	char doc[4096];
 	int fd = mkstemp(path);
