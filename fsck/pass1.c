@@ -1,8 +1,8 @@
 /*
  * pass1.c - every inode: its fields, its block map, its xattr block.
  *
- * The inode tables are read a group at a time, the next group's table in
- * flight while this one is checked.  Each inode in use claims its blocks
+ * The inode tables are read in pieces, the next piece in flight while
+ * this one is checked.  Each inode in use claims its blocks
  * in c->bused; a block claimed twice goes to c->bdup for pass 1b.  The
  * directories and their blocks are noted for pass 2; holes in a directory
  * are noted as blocks at 0, which pass 2 fills.
@@ -32,13 +32,38 @@ static void ahead_done(struct bdev_req *req)
 	pthread_mutex_unlock(&a->lock);
 }
 
-static int ahead_start(struct fsck_ctx *c, struct ahead *a, uint32_t g)
+/*
+ * The inode tables are read in pieces of at most AHEAD_BYTES, the next in
+ * flight while this one is checked: the memory is two pieces whatever
+ * the size of a group's table.
+ */
+#define AHEAD_BYTES (256u << 10)
+
+struct piece {
+	uint32_t group, first, count;        /* table blocks [first, first+count) */
+};
+
+static bool next_piece(const struct fsck_ctx *c, struct piece *p)
+{
+	uint32_t per = UT_MAX(AHEAD_BYTES / c->bs, 1u), nblk = mfs_itable_blocks(&c->sb);
+
+	p->first += p->count;
+	if (p->first >= nblk) {
+		if (++p->group >= c->ngroups)
+			return false;
+		p->first = 0;
+	}
+	p->count = UT_MIN(per, nblk - p->first);
+	return true;
+}
+
+static int ahead_start(struct fsck_ctx *c, struct ahead *a, const struct piece *p)
 {
 	struct bdev_req *r = &a->req;
 	int err;
 
-	bdev_req_init(r, BDEV_OP_READ, fsck_layout_itable(c, g) * c->bs,
-		      a->buf, (size_t)mfs_itable_blocks(&c->sb) * c->bs);
+	bdev_req_init(r, BDEV_OP_READ, (fsck_layout_itable(c, p->group) + p->first) * c->bs,
+		      a->buf, (size_t)p->count * c->bs);
 	r->end_io = ahead_done;
 	r->private = a;
 	a->busy = true;
@@ -440,22 +465,26 @@ static void claim_meta(struct fsck_ctx *c)
 		claim(c, rt);
 }
 
-static int scan_group(struct fsck_ctx *c, uint32_t g, const uint8_t *table)
+static int scan_piece(struct fsck_ctx *c, const struct piece *p, const uint8_t *table)
 {
+	uint32_t per = c->bs / MFS_INODE_SIZE;
+	uint32_t first = p->group * c->ipg + p->first * per + 1;
+	uint32_t n = UT_MIN(p->count * per, c->ipg - p->first * per);
 	int err = 0;
 
-	for (uint32_t i = 0; i < c->ipg && !err && !c->stop; i++)
-		err = check_inode(c, g * c->ipg + i + 1, table + (size_t)i * MFS_INODE_SIZE);
+	for (uint32_t i = 0; i < n && !err && !c->stop; i++)
+		err = check_inode(c, first + i, table + (size_t)i * MFS_INODE_SIZE);
 	return err;
 }
 
 int fsck_pass1(struct fsck_ctx *c)
 {
-	size_t len = (size_t)mfs_itable_blocks(&c->sb) * c->bs;
 	struct ahead a[2] = { { .lock = PTHREAD_MUTEX_INITIALIZER,
 				.cond = PTHREAD_COND_INITIALIZER },
 			      { .lock = PTHREAD_MUTEX_INITIALIZER,
 				.cond = PTHREAD_COND_INITIALIZER } };
+	struct piece cur = { 0 }, next;
+	bool more;
 	int err = 0;
 
 	c->pass = FSCK_PASS_1;
@@ -463,21 +492,23 @@ int fsck_pass1(struct fsck_ctx *c)
 		c->o->pass_start(c->o->arg, FSCK_PASS_1,
 				 "Pass 1: Checking inodes, blocks, and sizes");
 	claim_meta(c);
-	a[0].buf = bdev_alloc_buf(len);
-	a[1].buf = bdev_alloc_buf(len);
+	a[0].buf = bdev_alloc_buf(AHEAD_BYTES);
+	a[1].buf = bdev_alloc_buf(AHEAD_BYTES);
 	if (!a[0].buf || !a[1].buf)
 		err = -ENOMEM;
-	if (!err)
-		err = ahead_start(c, &a[0], 0);
-	for (uint32_t g = 0; g < c->ngroups && !err; g++) {
-		struct ahead *cur = &a[g % 2], *next = &a[(g + 1) % 2];
-
-		err = ahead_wait(cur);
-		if (!err && g + 1 < c->ngroups)
-			err = ahead_start(c, next, g + 1);
+	more = next_piece(c, &cur);
+	if (!err && more)
+		err = ahead_start(c, &a[0], &cur);
+	for (unsigned int k = 0; more && !err; k++, cur = next) {
+		next = cur;
+		more = next_piece(c, &next);
+		err = ahead_wait(&a[k % 2]);
+		if (!err && more)
+			err = ahead_start(c, &a[(k + 1) % 2], &next);
 		if (!err && !c->stop)
-			err = scan_group(c, g, cur->buf);
-		fsck_progress(c, g + 1, c->ngroups);
+			err = scan_piece(c, &cur, a[k % 2].buf);
+		if (cur.first + cur.count >= mfs_itable_blocks(&c->sb))
+			fsck_progress(c, cur.group + 1, c->ngroups);
 	}
 	ahead_wait(&a[0]);
 	ahead_wait(&a[1]);
