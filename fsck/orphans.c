@@ -127,6 +127,9 @@ static bool list_ok(struct fsck_ctx *c, uint32_t *count)
 		if (fsck_fix(c, PR_ORPHAN_LIST, &p)) {
 			c->sb.s_last_orphan = 0;
 			c->sb_dirty = true;
+			/* Off the list: pass 1 clears their links. */
+			for (uint32_t i = 0; i < c->ninodes; i++)
+				c->istate[i] &= (uint8_t)~IS_ORPHAN;
 		}
 		return false;
 	}
