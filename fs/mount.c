@@ -225,7 +225,8 @@ static int recover(struct mfs_fs *fs)
 	int err;
 
 	if (fs->bd->read_only || roc) {
-		err = jnl_recover(fs->bd, fs->jmap, n, JNL_RECOVER_CHECK_ONLY, &info);
+		err = jnl_recover_within(fs->bd, fs->jmap, n, le64toh(fs->sb.s_blocks_count),
+					 JNL_RECOVER_CHECK_ONLY, &info);
 		if (!err && !info.was_empty && info.transactions) {
 			if (roc)
 				mlog_err("cannot mount: the journal needs replaying and "
@@ -239,7 +240,7 @@ static int recover(struct mfs_fs *fs)
 		fs->jnl_errno = err ? 0 : info.jnl_errno;
 		return err;
 	}
-	err = jnl_recover(fs->bd, fs->jmap, n, 0, &info);
+	err = jnl_recover_within(fs->bd, fs->jmap, n, le64toh(fs->sb.s_blocks_count), 0, &info);
 	if (err) {
 		mlog_err("cannot mount: journal recovery failed: %s", strerror(-err));
 		return err;

@@ -67,7 +67,7 @@ static int replay(struct fsck_ctx *c, const struct jmap *m)
 {
 	struct jnl_recovery info;
 	struct fsck_pctx p = { 0 };
-	int err = jnl_recover(c->bd, m->map, m->n, 0, &info);
+	int err = jnl_recover_within(c->bd, m->map, m->n, c->nblocks, 0, &info);
 
 	if (err) {
 		mlog_err("journal recovery failed: %s", strerror(-err));
@@ -95,7 +95,8 @@ static int check_log(struct fsck_ctx *c, const struct jmap *m)
 	struct jnl_recovery info;
 	struct fsck_pctx p = { 0 };
 	char what[96];
-	int err = jnl_recover(c->bd, m->map, m->n, JNL_RECOVER_CHECK_ONLY, &info);
+	int err = jnl_recover_within(c->bd, m->map, m->n, c->nblocks,
+				     JNL_RECOVER_CHECK_ONLY, &info);
 
 	if (err)
 		return err;

@@ -294,6 +294,16 @@ struct jnl_recovery {
  */
 int jnl_recover(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 		unsigned int flags, struct jnl_recovery *info);
+/*
+ * The same, for a journal that covers only device blocks [0, @home_end)
+ * (0: the whole device): a transaction logging a block at or past it is
+ * damage, and ends the log there as a torn one does, so nothing past it
+ * -- a filesystem's reserved regions, which the journal never covers --
+ * is ever written by a replay.
+ */
+int jnl_recover_within(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
+		       uint64_t home_end, unsigned int flags,
+		       struct jnl_recovery *info);
 
 /*
  * Clear the journal superblock's s_errno, left by an abort, once the

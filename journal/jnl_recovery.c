@@ -50,6 +50,7 @@ struct replay_batch {
 
 struct recovery {
 	struct jnl_geom g;
+	uint64_t home_end;           /* logged blocks' homes lie below it */
 	struct jnl_superblock sb;
 	struct jnl_recovery *info;
 	struct revoke_table rt;
@@ -215,9 +216,10 @@ static int walk_data(struct recovery *r, struct tx_walk *w,
 			" (home block %" PRIu64 ") fails its checksum", w->tid, w->pos, home);
 		return 1;
 	}
-	if (pass == PASS_SCAN && home * r->g.bs >= r->g.bd->size) {
+	if (pass == PASS_SCAN && home >= r->home_end) {
 		end_log(r, "transaction %" PRIu32 ": tag at log block %" PRIu32
-			" names block %" PRIu64 ", beyond the device", w->tid, w->pos, home);
+			" names block %" PRIu64 ", beyond the %" PRIu64 " blocks the "
+			"journal covers", w->tid, w->pos, home, r->home_end);
 		return 1;
 	}
 	if (pass == PASS_REPLAY && rt_revoked(&r->rt, home, w->tid))
@@ -474,7 +476,15 @@ static int recover(struct recovery *r, struct bdev *bd, const uint64_t *map,
 int jnl_recover(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
 		unsigned int flags, struct jnl_recovery *info)
 {
-	struct recovery r = { .info = info };
+	return jnl_recover_within(bd, map, nblocks, 0, flags, info);
+}
+
+int jnl_recover_within(struct bdev *bd, const uint64_t *map, uint32_t nblocks,
+		       uint64_t home_end, unsigned int flags, struct jnl_recovery *info)
+{
+	uint64_t dev_end = bd->size / bd->block_size;
+	struct recovery r = { .info = info,
+			      .home_end = home_end && home_end < dev_end ? home_end : dev_end };
 	int err = -ENOMEM;
 
 	memset(info, 0, sizeof(*info));
