@@ -211,6 +211,8 @@ enum bdev_cut {
 	                          not on its own, as a volatile write cache may
 	                          destage them in any order; the seed also sets
 	                          how many survive, from few to nearly all */
+	BDEV_CUT_KEEP_ALL,     /* every write survives: what the device showed
+	                          (crash images and replays only) */
 };
 
 /*

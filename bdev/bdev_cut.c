@@ -28,6 +28,8 @@ static size_t cut_keep(uint64_t *rng, enum bdev_cut mode, size_t len)
 
 	if (mode == BDEV_CUT_LOSE_ALL)
 		return 0;
+	if (mode == BDEV_CUT_KEEP_ALL)
+		return len;
 	r = bdev_rng_next(rng);
 	if (!(r & 1))
 		return 0;

@@ -30,7 +30,7 @@ struct args {
 	bool foreground, debug;
 	bool remount;                /* change the flags of the kernel mount */
 	bool atime_given;
-	const char *writelog;        /* record writes and flushes here */
+	char *writelog;              /* record writes and flushes here */
 	unsigned long mnt_set, mnt_clear;   /* MS_* the options name */
 	struct mfs_mount_opts mo;
 	char kopts[1024];            /* options for the kernel mount */
@@ -87,7 +87,11 @@ static int opt_value(struct args *a, const char *key, const char *val)
 	} else if (!strcmp(key, "writelog")) {
 		if (!*val)
 			return mlog_err("writelog=: no file named"), -1;
-		a->writelog = val;
+		/* the option list is parsed in a copy that is freed */
+		free(a->writelog);
+		a->writelog = strdup(val);
+		if (!a->writelog)
+			return mlog_err("writelog=%s: %s", val, strerror(ENOMEM)), -1;
 	} else if (!strcmp(key, "fsname") || !strcmp(key, "subtype")) {
 		char buf[PATH_MAX + 16];
 
