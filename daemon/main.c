@@ -498,7 +498,7 @@ static int detach(int *status_fd)
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
-	int status_fd = -1;
+	int status_fd = -1, rc;
 
 	mlog_set_ident("miscfs");
 	/* Mounted by root, device files and set-id programs work as on a
@@ -510,10 +510,13 @@ int main(int argc, char **argv)
 		printf("miscfs %s\n", MISCFS_VERSION);
 		return 0;
 	}
-	if (parse_args(argc, argv, &a))
+	if (parse_args(argc, argv, &a)) {
+		free(a.writelog);
 		return usage();
+	}
 	if (a.remount && a.writelog) {
 		mlog_err("writelog= is set at mount time, not by a remount");
+		free(a.writelog);
 		return 1;
 	}
 	if (a.remount)
@@ -522,5 +525,7 @@ int main(int argc, char **argv)
 		snprintf(a.fsname, sizeof(a.fsname), "%s", a.image);
 	if (!a.foreground && detach(&status_fd))
 		return 1;
-	return run(&a, status_fd);
+	rc = run(&a, status_fd);
+	free(a.writelog);
+	return rc;
 }
