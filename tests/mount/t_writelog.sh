@@ -3,7 +3,7 @@
 # removed and fsynced on a mount that records its writes; the log replayed
 # onto a copy of the image taken before the mount gives, at every flush,
 # an image that passes the check once recovered, and at the last flush
-# the final image byte for byte; so does a power cut between two flushes
+# the final image byte for byte; so does a power cut before each flush
 # that keeps part of the writes since the last one.  A log cut short or
 # damaged, one that cannot be created, and one left by a killed daemon.
 source "$(dirname "$0")/../lib.sh"
@@ -68,9 +68,9 @@ cmp "$T_DIR/at" "$img" || fail "the image at the last flush is not the final ima
 expect_status 0 "$REPLAY" --flush 0 "$base" "$log" "$T_DIR/zero"
 cmp "$T_DIR/zero" "$base" || fail "flush 0 is not the base"
 
-# A power cut in the middle of each stretch between two flushes, the
-# writes since the last flush kept in part (torn, or block by block):
-# recovered, it passes the check too.
+# A power cut just before each flush, the writes since the one before
+# kept in part (torn, or block by block): recovered, it passes the check
+# too.
 expect_status 0 "$REPLAY" --list "$log"
 awk '$2 == "flush" { print $1 }' "$T_OUT" >"$T_DIR/flush_at"
 prev=0
@@ -78,11 +78,10 @@ k=0
 while read -r at; do
 	if [ $((at - prev)) -ge 3 ]; then
 		mode=$([ $((k % 2)) -eq 0 ] && echo blocks || echo torn)
-		mid=$(((prev + at) / 2 + 1))
-		expect_status 0 "$REPLAY" --entry "$mid" --mode "$mode" --seed "$k" \
+		expect_status 0 "$REPLAY" --entry "$at" --mode "$mode" --seed "$k" \
 			"$base" "$log" "$T_DIR/cut"
 		check_state "$T_DIR/cut" >"$T_OUT" 2>&1 ||
-			{ cat "$T_OUT"; fail "entry $mid, $mode, seed $k: the check fails"; }
+			{ cat "$T_OUT"; fail "entry $at, $mode, seed $k: the check fails"; }
 	fi
 	prev=$at
 	k=$((k + 1))
@@ -90,7 +89,8 @@ done <"$T_DIR/flush_at"
 
 # An entry cut with the unflushed writes dropped is the flush before it.
 expect_status 0 "$REPLAY" --list "$log"
-cut_at=$(awk -v want=$((flushes / 2)) '$2 == "flush" && $3 == want { print $1 + 3; exit }' "$T_OUT")
+# (the entries up to the next flush, which they leave out)
+cut_at=$(awk -v nth=$((flushes / 2 + 1)) '$2 == "flush" && $3 == nth { print $1; exit }' "$T_OUT")
 expect_status 0 "$REPLAY" --entry "$cut_at" --mode drop "$base" "$log" "$T_DIR/drop"
 expect_status 0 "$REPLAY" --flush $((flushes / 2)) "$base" "$log" "$T_DIR/half"
 cmp "$T_DIR/drop" "$T_DIR/half" || fail "--entry $cut_at --mode drop is not flush $((flushes / 2))"
