@@ -20,11 +20,13 @@
  * that flush's entry; the others wait until no flush in flight leaves
  * them out, in the order they completed.
  *
- * Lock order: w->sub_lock, then the locks of the device below, then
- * w->lock.  sub_lock is recursive: the device below may complete a
- * request inline, inside the submission, and its end_io may submit
- * again.  Nothing below is called with w->lock held, nor any end_io;
- * under it only memory copies and the log file's pwritev.
+ * Lock order (docs/DESIGN.md, level 8): a lower io_uring device's
+ * cq_lock (its end_io, which may submit to us again), then w->sub_lock,
+ * then the locks of the device below, then w->lock.  sub_lock is
+ * recursive: the device below may complete a request inline, inside the
+ * submission, and its end_io may submit again.  Nothing below is called
+ * with w->lock held, nor any end_io; under it only memory copies and the
+ * log file's pwritev.
  */
 #include "bdev_i.h"
 
@@ -71,8 +73,9 @@ struct wrap_req {
 struct wrap_bdev {
 	struct bdev bd;
 	struct bdev *lower;
+	/* Lock order: sub_lock, the device below's locks, lock. */
 	pthread_mutex_t sub_lock;   /* numbers and forwards submissions */
-	pthread_mutex_t lock;       /* everything below */
+	pthread_mutex_t lock;       /* every field below */
 	struct wrap_fault *faults;
 	size_t nfaults, faults_cap;
 	uint64_t nsub, ncmp;        /* requests submitted, writes completed */
