@@ -120,26 +120,33 @@ static bool wrap_req_faulty(const struct wrap_bdev *w, const struct bdev_req *re
 			   BDEV_WRAP_FAIL_READ : BDEV_WRAP_FAIL_WRITE);
 }
 
+/* Room for one more fault (w->lock held). */
+static int faults_room(struct wrap_bdev *w)
+{
+	size_t cap = w->faults_cap ? w->faults_cap * 2 : 8;
+	struct wrap_fault *f;
+
+	if (w->nfaults < w->faults_cap)
+		return 0;
+	f = realloc(w->faults, cap * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	w->faults = f;
+	w->faults_cap = cap;
+	return 0;
+}
+
 int bdev_wrap_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops)
 {
 	struct wrap_bdev *w = to_wrap(bd);
-	struct wrap_fault *f;
 	int err = 0;
 
 	pthread_mutex_lock(&w->lock);
-	if (!len) {
+	if (!len)
 		w->nfaults = 0;
-	} else if (w->nfaults < w->faults_cap ||
-		   (f = realloc(w->faults, (w->faults_cap * 2 + 4) * sizeof(*f)))) {
-		if (w->nfaults == w->faults_cap) {
-			w->faults = f;
-			w->faults_cap = w->faults_cap * 2 + 4;
-		}
+	else if (!(err = faults_room(w)))
 		w->faults[w->nfaults++] = (struct wrap_fault){ off,
 			UT_MIN(len, UINT64_MAX - off), ops };
-	} else {
-		err = -ENOMEM;
-	}
 	pthread_mutex_unlock(&w->lock);
 	return err;
 }
