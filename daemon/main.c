@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -287,11 +288,18 @@ static int stack_writelog(const struct args *a, struct bdev **bd)
 {
 	struct bdev_wrap_opts o = { .log_path = a->writelog };
 	struct bdev *wrapped;
-	int err = bdev_wrap(*bd, &o, &wrapped);
+	struct stat lst, ist;
+	int err;
 
+	/* The log is truncated: never the image itself. */
+	if (!stat(a->writelog, &lst) && !fstat((*bd)->fd, &ist) &&
+	    lst.st_dev == ist.st_dev && lst.st_ino == ist.st_ino)
+		err = -EEXIST;
+	else
+		err = bdev_wrap(*bd, &o, &wrapped);
 	if (err) {
 		mlog_err("writelog=%s: cannot create the write log: %s", a->writelog,
-			 strerror(-err));
+			 err == -EEXIST ? "it is the image" : strerror(-err));
 		bdev_close(*bd);
 		*bd = NULL;
 		return err;

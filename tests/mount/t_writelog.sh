@@ -127,6 +127,11 @@ expect_in "$T_ERR" "offset 0"
 expect_status 1 "$MISCFS" "$img" "$mnt" -f -o writelog=/nonexistent/dir/log
 expect_in "$T_ERR" "cannot create the write log"
 mounted && fail "mounted without its log"
+# Nor one that is the image itself, which it would truncate.
+cp "$img" "$T_DIR/img.copy"
+expect_status 1 "$MISCFS" "$img" "$mnt" -f -o "writelog=$img"
+expect_in "$T_ERR" "it is the image"
+cmp "$img" "$T_DIR/img.copy" || fail "the image changed"
 
 # A killed daemon leaves every record it wrote: the last flush in it
 # passes the check after recovery would run.
