@@ -265,9 +265,10 @@ void *bdev_mem_data(struct bdev *bd);
  * when it completes; one that completes while a flush it is not covered
  * by is in flight (bdev.h's Durability: a BDEV_OP_FLUSH covers the writes
  * submitted before it, bdev_flush() those completed before the call)
- * waits and enters right after that flush.  So a prefix of the log is a
- * state the device went through, and the writes after its last flush are
- * exactly those a power cut at that moment could lose.  Two writes to the
+ * waits and enters right after that flush.  So the writes before the
+ * last flush of a prefix of the log were durable at that point, those
+ * after it could still be lost, and every crash image built from a
+ * prefix is a state a power cut could have left.  Two writes to the
  * same block in flight at once have no defined order, on a real device
  * as here.
  *
