@@ -5,12 +5,15 @@
  * log; a log cut anywhere gives its complete records and names the
  * offset of the first incomplete one; a damaged record ends the log
  * there; a bad header is refused; a log that cannot be created fails the
- * wrapper and leaves the device below untouched.
+ * wrapper and leaves the device below untouched; one that cannot grow
+ * stops there, and every later flush fails.
  */
 #include "t_bdev.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -260,6 +263,36 @@ static void check_create_fails(void)
 	bdev_free_buf(buf);
 }
 
+/* The file size limit stops the log after a few records: the writes go
+ * on, the flushes fail, the error stays. */
+static void check_log_full(void)
+{
+	struct rlimit old, lim = { .rlim_cur = HDR + 3 * (REC + BS), .rlim_max = RLIM_INFINITY };
+	struct bdev_wrap_opts o;
+	unsigned char *buf = t_alloc(BS);
+	struct bdev *bd;
+	char *path;
+
+	t_assert(asprintf(&path, "%s/full.wlog", t_workdir()) > 0, "path");
+	o = (struct bdev_wrap_opts){ .log_path = path };
+	t_ok(bdev_wrap(lower_dev(false), &o, &bd));
+	signal(SIGXFSZ, SIG_IGN);
+	t_assert(!getrlimit(RLIMIT_FSIZE, &old) && (lim.rlim_max = old.rlim_max, 1) &&
+		 !setrlimit(RLIMIT_FSIZE, &lim), "setrlimit");
+	for (unsigned int i = 0; i < 3; i++)
+		t_ok(bdev_write(bd, (uint64_t)i * BS, buf, BS));
+	t_ok(bdev_wrap_log_error(bd));
+	t_ok(bdev_write(bd, 3 * BS, buf, BS));
+	t_eq(bdev_wrap_log_error(bd), -EFBIG);
+	t_eq(bdev_flush(bd), -EIO);
+	t_ok(bdev_write(bd, 4 * BS, buf, BS));
+	t_eq(bdev_flush(bd), -EIO);
+	t_assert(!setrlimit(RLIMIT_FSIZE, &old), "setrlimit");
+	bdev_close(bd);
+	bdev_free_buf(buf);
+	free(path);
+}
+
 int main(void)
 {
 	char *mem = round_trip(false), *uring = round_trip(true);
@@ -267,6 +300,7 @@ int main(void)
 	check_truncated(mem);
 	check_corrupt(uring);
 	check_create_fails();
+	check_log_full();
 	free(mem);
 	free(uring);
 	return 0;
