@@ -9,9 +9,10 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 : "${REPLAY:?REPLAY must name miscfs-replay}"
+: "${FSCK:?FSCK must name fsck.miscfs}"
 
 # The check every replayed state must pass ($1: the image).
-CHECK='"$DEBUGFS" "$1" verify'
+CHECK='"$FSCK" -fn "$1" && "$DEBUGFS" "$1" verify'
 # A state between two writes of a checkpoint may hold a new bitmap whose
 # checksum is in a descriptor not yet written home: the journal still has
 # both, and recovery puts them right.  So the check runs on the image as
