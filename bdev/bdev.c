@@ -140,6 +140,19 @@ int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 	return submit_batch(bd, reqs, n, NULL);
 }
 
+int bdev_submit_for(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
+		    struct bdev_waiter *w)
+{
+	return submit_batch(bd, reqs, n, w);
+}
+
+struct bdev *bdev_bottom(struct bdev *bd)
+{
+	while (bd->ops->lower)
+		bd = bd->ops->lower(bd);
+	return bd;
+}
+
 int bdev_submit_inline(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
 		       int (*rw)(struct bdev *bd, struct bdev_req *req))
 {
@@ -286,7 +299,9 @@ int bdev_set_flush_end(struct bdev *bd, uint64_t end)
 {
 	if (end % bd->block_size || end > bd->size)
 		return -EINVAL;
-	bd->flush_end = end == bd->size ? 0 : end;
+	/* A stack shares one geometry: every device of it flushes as far. */
+	for (; bd; bd = bd->ops->lower ? bd->ops->lower(bd) : NULL)
+		bd->flush_end = end == bd->size ? 0 : end;
 	return 0;
 }
 

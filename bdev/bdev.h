@@ -8,12 +8,15 @@
  *   io_uring  batched asynchronous submission (the normal case);
  *             requests outlive the thread that submitted them,
  *   pread     plain pread/pwrite, used only when io_uring cannot be set up,
- *   mem       an in-memory test device that fails chosen ranges with EIO,
- *             records every write and flush in order, and simulates a
- *             power cut (lose all writes since the last flush, or a random
- *             subset of them, whole, torn or block by block).  It
- *             completes requests inline, or, after bdev_mem_async(), late
- *             and out of order from its own thread.
+ *   mem       an in-memory test device that simulates a power cut (lose
+ *             all writes since the last flush, or a random subset of
+ *             them, whole, torn or block by block).  It completes
+ *             requests inline, or, after bdev_mem_async(), late and out
+ *             of order from its own thread.
+ *
+ * and a wrapper that stacks on any of them (bdev_wrap): it fails chosen
+ * ranges with EIO and records every write and flush in order, in memory
+ * for crash images or in a log file for miscfs-replay.
  *
  * Requests are asynchronous: bdev_submit() queues a batch and returns; each
  * request's end_io runs exactly once, on any thread, possibly before
@@ -103,6 +106,8 @@ struct bdev_ops {
 	 * the caller then sleeps until another thread finishes the requests.
 	 */
 	void (*wait)(struct bdev *bd, struct bdev_waiter *w);
+	/* Optional: the device a stacked one forwards to (bdev_wrap). */
+	struct bdev *(*lower)(struct bdev *bd);
 };
 
 /* Counters kept by every backend. */
@@ -196,12 +201,8 @@ void bdev_free_buf(void *buf);
 
 /* ---- the in-memory test device ----------------------------------------- */
 
-/* Ops that bdev_mem_fail() can target. */
-#define BDEV_MEM_FAIL_READ   0x1u
-#define BDEV_MEM_FAIL_WRITE  0x2u
-#define BDEV_MEM_FAIL_FLUSH  0x4u
-
-enum bdev_mem_cut {
+/* What survives of the writes since the last flush when the power goes. */
+enum bdev_cut {
 	BDEV_CUT_LOSE_ALL,     /* every write since the last flush is lost */
 	BDEV_CUT_RANDOM,       /* each such write survives or not, by seed */
 	BDEV_CUT_RANDOM_TORN,  /* as RANDOM, and a survivor may be torn at a
@@ -210,31 +211,29 @@ enum bdev_mem_cut {
 	                          not on its own, as a volatile write cache may
 	                          destage them in any order; the seed also sets
 	                          how many survive, from few to nearly all */
+	BDEV_CUT_KEEP_ALL,     /* every write survives: what the device showed
+	                          (crash images and replays only) */
 };
 
-/* One entry of the write log. */
-struct bdev_mem_log_entry {
-	uint64_t seq;          /* position in the log, from 0 */
-	bool flush;            /* a completed flush; off/len/data unused */
-	uint64_t off;
-	size_t len;
-	const void *data;      /* the bytes written (owned by the device) */
-};
+/*
+ * The functions of this section take the memory device itself or a
+ * device stacked on it (bdev_wrap): they act on the memory device at the
+ * bottom of the stack.
+ */
 
 /*
  * Complete this device's requests asynchronously, as a real device does:
  * from a thread of the device, after a random delay of up to
  * @max_delay_us microseconds, in an order chosen at random from @seed.
  * Requests take effect when they complete, not when they are submitted:
- * only then is a write visible, pending and in the log.  A flush in a
- * batch waits until every request submitted before it has completed and
- * then covers every write completed by then, possibly including some
- * submitted after it.  bdev_flush() covers only the writes completed when
- * it is called (see Durability above), then waits for the requests in
- * flight before returning.  A power cut drops the requests
- * still queued: they complete with -EIO and change nothing.  Call it
- * before the first request; it stays on until the device is closed.
- * -EINVAL if it is on already.
+ * only then is a write visible and pending.  A flush in a batch waits
+ * until every request submitted before it has completed and then covers
+ * every write completed by then, possibly including some submitted after
+ * it.  bdev_flush() covers only the writes completed when it is called
+ * (see Durability above), then waits for the requests in flight before
+ * returning.  A power cut drops the requests still queued: they complete
+ * with -EIO and change nothing.  Call it before the first request; it
+ * stays on until the device is closed.  -EINVAL if it is on already.
  */
 int bdev_mem_async(struct bdev *bd, unsigned int max_delay_us, uint64_t seed);
 
@@ -245,37 +244,96 @@ int bdev_mem_load(const char *path, uint32_t block_size, struct bdev **out);
 /* Write the device's current contents to a file. */
 int bdev_mem_save(struct bdev *bd, const char *path);
 
-/* Fail @ops on any request touching [off, off+len) with -EIO; len 0
- * clears every fault.  A failed write changes nothing.  A flush covers the
- * whole device, so any fault with BDEV_MEM_FAIL_FLUSH fails every flush
- * (and the writes it would have made durable stay pending). */
-int bdev_mem_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops);
-
-/* Record every write and flush from now on (off by default).  Turning it
- * on starts a new, empty log from a copy of the current contents; turning
- * it off keeps the log for bdev_mem_crash_image(). */
-void bdev_mem_record(struct bdev *bd, bool on);
-size_t bdev_mem_log_count(struct bdev *bd);
-/* Entry @i, or NULL past the end; valid until recording restarts or the
- * device is closed. */
-const struct bdev_mem_log_entry *bdev_mem_log(struct bdev *bd, size_t i);
-
 /* Cut the power: writes since the last completed flush are lost, or kept
- * by a seeded random choice.  The device stays usable (as after a reboot);
- * the log is left as it was. */
-void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed);
+ * by a seeded random choice.  The device stays usable (as after a
+ * reboot).  A write log of a wrapper above is left as it was. */
+void bdev_mem_power_cut(struct bdev *bd, enum bdev_cut mode, uint64_t seed);
+
+/* Direct access to the current contents (tests only). */
+void *bdev_mem_data(struct bdev *bd);
+
+/* ---- the recording wrapper ---------------------------------------------
+ *
+ * bdev_wrap() stacks a device on any other (io_uring, pread, memory, or
+ * another wrapper) and forwards every request to it.  On the way it can
+ * fail chosen requests with -EIO, and record every write and flush that
+ * completes, in the order they complete, in memory (for crash tests) or
+ * appended to a log file (-o writelog, replayed by miscfs-replay).
+ *
+ * What the log says: a flush entry at position p means that every write
+ * before p was durable once that flush completed.  A write enters the log
+ * when it completes; one that completes while a flush it is not covered
+ * by is in flight (bdev.h's Durability: a BDEV_OP_FLUSH covers the writes
+ * submitted before it, bdev_flush() those completed before the call)
+ * waits and enters right after that flush.  So the writes before the
+ * last flush of a prefix of the log were durable at that point, those
+ * after it could still be lost, and every crash image built from a
+ * prefix is a state a power cut could have left.  Two writes to the
+ * same block in flight at once have no defined order, on a real device
+ * as here.
+ *
+ * Any error writing the log file is kept: the log stops there, every
+ * later flush fails with -EIO (the log could not say what it covers) and
+ * bdev_wrap_log_error() reports it.
+ */
+
+/* Ops that bdev_wrap_fail() can target. */
+#define BDEV_WRAP_FAIL_READ   0x1u
+#define BDEV_WRAP_FAIL_WRITE  0x2u
+#define BDEV_WRAP_FAIL_FLUSH  0x4u
+
+struct bdev_wrap_opts {
+	/* Append every write and flush to this file, created or truncated,
+	 * from the first request on (see docs/FORMAT.md, "Write log"). */
+	const char *log_path;
+};
 
 /*
- * A new device in the state a power cut would leave if it struck after the
- * first @prefix entries of @bd's log: the state recording started from, plus
- * every write up to the last flush within the prefix, plus the writes after
- * that flush chosen by @mode and @seed.  This lets a crash test replay any
- * prefix of one recorded workload.  For the whole log of a recording that
- * began right after a flush, the same @mode and @seed give what
+ * Stack a wrapper on @lower (@o may be NULL).  On success the wrapper owns
+ * @lower and closes it when it is closed; it has @lower's geometry, fd and
+ * path.  On failure @lower is untouched.
+ */
+int bdev_wrap(struct bdev *lower, const struct bdev_wrap_opts *o, struct bdev **out);
+
+/* Fail @ops on any request touching [off, off+len) with -EIO; len 0
+ * clears every fault.  A failed write changes nothing.  A flush covers the
+ * whole device, so any fault with BDEV_WRAP_FAIL_FLUSH fails every flush
+ * (and the writes it would have made durable stay pending below). */
+int bdev_wrap_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops);
+
+/* One entry of a write log. */
+struct bdev_wrap_log_entry {
+	uint64_t seq;          /* position in the log, from 0 */
+	bool flush;            /* a completed flush; off/len/data unused */
+	uint64_t off;
+	size_t len;
+	const void *data;      /* the bytes written (owned by the log) */
+};
+
+/* Record every write and flush in memory from now on (off by default).
+ * Turning it on starts a new, empty log from a copy of the current
+ * contents (read from the device below); turning it off keeps the log
+ * for the crash images. */
+void bdev_wrap_record(struct bdev *bd, bool on);
+size_t bdev_wrap_log_count(struct bdev *bd);
+/* Entry @i, or NULL past the end; valid until recording restarts or the
+ * device is closed. */
+const struct bdev_wrap_log_entry *bdev_wrap_log(struct bdev *bd, size_t i);
+/* 0, or the first error writing the log file. */
+int bdev_wrap_log_error(struct bdev *bd);
+
+/*
+ * A new memory device in the state a power cut would leave if it struck
+ * after the first @prefix entries of @bd's log: the state recording
+ * started from, plus every write up to the last flush within the prefix,
+ * plus the writes after that flush chosen by @mode and @seed.  This lets
+ * a crash test replay any prefix of one recorded workload.  For the whole
+ * log of a recording over a memory device that began right after a flush,
+ * with one thread writing, the same @mode and @seed give what
  * bdev_mem_power_cut() would leave.  -EINVAL if @bd never recorded.
  */
-int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
-			 uint64_t seed, struct bdev **out);
+int bdev_wrap_crash_image(struct bdev *bd, size_t prefix, enum bdev_cut mode,
+			  uint64_t seed, struct bdev **out);
 
 /*
  * Crash images of a recorded log, one after the other.  A cursor keeps the
@@ -283,25 +341,54 @@ int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
  * forward pays for each write once rather than once per image, and it
  * hashes every image, so the test can skip the states it has seen.
  */
-struct bdev_mem_crash;
+struct bdev_wrap_crash;
 /* -EINVAL if @bd never recorded.  The cursor reads @bd's log: end it
  * before the log is restarted or the device closed. */
-int bdev_mem_crash_begin(struct bdev *bd, struct bdev_mem_crash **out);
+int bdev_wrap_crash_begin(struct bdev *bd, struct bdev_wrap_crash **out);
 /*
- * Prepare the image bdev_mem_crash_image() would build for @prefix, @mode
+ * Prepare the image bdev_wrap_crash_image() would build for @prefix, @mode
  * and @seed, and give its hash: equal images have equal hashes, and
  * different ones different hashes but for a 64-bit collision.  Cheap when
  * @prefix does not go back past the last flush of the previous call.
  */
-int bdev_mem_crash_next(struct bdev_mem_crash *c, size_t prefix,
-			enum bdev_mem_cut mode, uint64_t seed, uint64_t *hash);
-/* Load the prepared image into @img, a memory device of the recorded
- * one's size and block size; @img's own unflushed writes are forgotten. */
-int bdev_mem_crash_copy(struct bdev_mem_crash *c, struct bdev *img);
-void bdev_mem_crash_end(struct bdev_mem_crash *c);
+int bdev_wrap_crash_next(struct bdev_wrap_crash *c, size_t prefix,
+			 enum bdev_cut mode, uint64_t seed, uint64_t *hash);
+/* Load the prepared image into @img, a memory device (or a stack on one)
+ * of the recorded one's size and block size; @img's own unflushed writes
+ * are forgotten. */
+int bdev_wrap_crash_copy(struct bdev_wrap_crash *c, struct bdev *img);
+void bdev_wrap_crash_end(struct bdev_wrap_crash *c);
 
-/* Direct access to the current contents (tests only). */
-void *bdev_mem_data(struct bdev *bd);
+/* ---- reading a write log file ---------------------------------------- */
+
+struct bdev_wrap_logfile;
+
+struct bdev_wrap_logfile_info {
+	uint64_t dev_size;        /* from the header */
+	uint32_t block_size;
+	size_t entries, flushes;  /* the complete records */
+	uint64_t end;             /* bytes of header and complete records */
+	uint64_t file_size;
+	/* Why reading stopped before file_size (empty if it did not): a
+	 * record cut short, as a killed writer leaves it, or a bad one. */
+	char why[160];
+};
+
+/*
+ * Open a log file and index its records.  -EUCLEAN (with @why, of
+ * @whylen bytes, naming the offset) when the header is bad; a bad or
+ * incomplete record only ends the log there (info->why says so).
+ */
+int bdev_wrap_logfile_open(const char *path, struct bdev_wrap_logfile **out,
+			   struct bdev_wrap_logfile_info *info, char *why, size_t whylen);
+/* Entry @i, or NULL past the end; data lives as long as @l. */
+const struct bdev_wrap_log_entry *bdev_wrap_logfile_entry(const struct bdev_wrap_logfile *l,
+							   size_t i);
+/* Apply entries [0, @prefix) onto @img (the base image, dev_size bytes)
+ * as bdev_wrap_crash_image() does. */
+void bdev_wrap_logfile_replay(const struct bdev_wrap_logfile *l, size_t prefix,
+			      enum bdev_cut mode, uint64_t seed, void *img);
+void bdev_wrap_logfile_close(struct bdev_wrap_logfile *l);
 
 /* A consistent-enough snapshot of bd->stats. */
 void bdev_get_stats(struct bdev *bd, struct bdev_stats *st);

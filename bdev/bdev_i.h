@@ -69,6 +69,60 @@ int bdev_pread_setup(struct bdev *file, struct bdev **out, const char **what);
 int bdev_submit_inline(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
 		       int (*rw)(struct bdev *bd, struct bdev_req *req));
 
+/* bdev_submit() for a stacked device forwarding the requests of a thread
+ * that waits for them in bdev_submit_wait() (@w, or NULL). */
+int bdev_submit_for(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
+		    struct bdev_waiter *w);
+
+/* The device at the bottom of a stack (bd itself if not stacked). */
+struct bdev *bdev_bottom(struct bdev *bd);
+
+/* ---- power cuts (bdev_cut.c) ---------------------------------------------- */
+
+/* splitmix64: small, and a different seed gives an unrelated stream. */
+uint64_t bdev_rng_next(uint64_t *state);
+
+/* The choices of one power cut, drawn write after write in log order. */
+struct bdev_cut_state {
+	enum bdev_cut mode;
+	uint64_t rng;
+	uint64_t rate;               /* BLOCKS: survivors per 16 blocks */
+	uint32_t bs;
+};
+void bdev_cut_init(struct bdev_cut_state *c, enum bdev_cut mode, uint64_t seed,
+		   uint32_t bs);
+/* Lay onto @img what the cut keeps of an unflushed write. */
+void bdev_cut_apply(struct bdev_cut_state *c, uint8_t *img, uint64_t off,
+		    const uint8_t *data, size_t len);
+/* Lay entries [0, @prefix) of a log onto @img as a cut after them leaves
+ * it: all writes up to the last flush, a choice of the rest. */
+void bdev_log_replay(const struct bdev_wrap_log_entry *const *log, size_t prefix,
+		     enum bdev_cut mode, uint64_t seed, uint32_t bs, uint8_t *img);
+
+/* ---- a write log in memory (bdev_wrap.c, bdev_crash.c) ------------------ */
+
+struct bdev_log {
+	struct bdev_wrap_log_entry **ents;  /* each with its data after it */
+	size_t n, cap;
+	uint8_t *base;               /* contents when recording began, or NULL */
+	uint64_t size;
+	uint32_t bs;
+};
+
+/* A wrapper's log and the lock that guards it, for the crash cursor. */
+int bdev_wrap_log_of(struct bdev *bd, struct bdev_log **log, pthread_mutex_t **lock);
+
+/* Replace a memory device's contents, forgetting its unflushed writes. */
+int bdev_mem_set_contents(struct bdev *bd, const void *data, uint64_t size,
+			  uint32_t bs);
+
+/* ---- the log file (bdev_logfile.c) -------------------------------------- */
+
+/* Create or truncate @path and write its header: the open fd, or -errno. */
+int bdev_logfile_create(const char *path, uint64_t size, uint32_t bs);
+/* Append one entry at *@off (advanced past it). */
+int bdev_logfile_append(int fd, uint64_t *off, const struct bdev_wrap_log_entry *e);
+
 /* Wait for a number of completions. */
 struct bdev_waiter {
 	pthread_mutex_t lock;

@@ -4,24 +4,24 @@
  * Reads see the newest completed writes.  Every write since the last
  * flush is kept as "pending" together with the bytes it overwrote, so a
  * power cut can roll the device back to the flushed state and then
- * replay a seeded choice of the pending writes.  When recording, every
- * write and flush is also appended to a log, and the contents at the
- * start of recording are kept, so that crash images can be rebuilt for
- * any prefix of the log.  One mutex guards everything; end_io runs
- * outside it.
+ * replay a seeded choice of the pending writes (bdev_cut.c chooses, as it
+ * does for the crash images of a wrapper's log).  Faults and the write
+ * log are the wrapper's (bdev_wrap.c), which stacks on this device as on
+ * any other.  One mutex guards everything; end_io runs outside it.
  *
  * Asynchronous mode (bdev_mem_async) queues requests and carries them
  * out from a thread of the device, after random delays and in random
  * order.  A request takes effect when it completes: a write changes the
- * contents, becomes pending and enters the log then, so the log is the
- * order in which the device did things and a prefix of it is a moment a
- * power cut can strike.  A flush request waits until everything
+ * contents and becomes pending then.  A flush request waits until everything
  * submitted before it has completed, then covers every write completed by
  * then -- which may include writes submitted after it, as on a real
  * device.  bdev_flush() covers the writes completed when it is called and
  * then waits for the rest.  A write still queued is in no flush and in no
  * crash image; a power cut drops it (it completes with -EIO and changes
  * nothing).
+ *
+ * Lock order: m->lock is the innermost lock of the layer; nothing is
+ * called with it held but memory copies.
  */
 #include "bdev_i.h"
 
@@ -40,23 +40,12 @@
 /* Asynchronous mode completes up to this many requests per delay. */
 #define ASYNC_BURST 8u
 
-struct mem_fault {
-	uint64_t off, len;
-	unsigned int ops;
-};
-
 /* A write since the last flush, with the bytes it replaced. */
 struct mem_pending {
 	uint64_t off;
 	size_t len;
 	uint8_t *data;
 	uint8_t *old;
-};
-
-/* A log entry and its data in one allocation. */
-struct mem_log_rec {
-	struct bdev_mem_log_entry e;
-	uint8_t data[];
 };
 
 /* A request queued in asynchronous mode, with the power cycle it was
@@ -80,20 +69,16 @@ struct mem_bdev {
 	uint64_t rng;
 	unsigned int max_delay_us;
 	uint8_t *data;
-	struct mem_fault *faults;
-	size_t nfaults, faults_cap;
 	struct mem_pending *pend;
 	size_t npend, pend_cap;
-	bool recording;
-	uint8_t *base;                    /* contents when recording began */
-	struct mem_log_rec **log;
-	size_t nlog, log_cap;
 };
 
 static const struct bdev_ops mem_ops;
 
+/* The memory device of @bd, or at the bottom of @bd's stack. */
 static struct mem_bdev *to_mem(struct bdev *bd)
 {
+	bd = bdev_bottom(bd);
 	assert(bd->ops == &mem_ops);
 	return ut_container_of(bd, struct mem_bdev, bd);
 }
@@ -113,62 +98,6 @@ static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
 
 /* ---- power cuts ----------------------------------------------------------- */
 
-/* splitmix64: small, and a different seed gives an unrelated stream. */
-static uint64_t rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* How many leading bytes of an unflushed write of @len survive a cut. */
-static size_t cut_keep(uint64_t *rng, enum bdev_mem_cut mode, size_t len)
-{
-	uint64_t r;
-	size_t sectors = len / SECTOR;
-
-	if (mode == BDEV_CUT_LOSE_ALL)
-		return 0;
-	r = rng_next(rng);
-	if (!(r & 1))
-		return 0;
-	if (mode != BDEV_CUT_RANDOM_TORN || sectors < 2 || !(r & 2))
-		return len;
-	return (size_t)(1 + (r >> 8) % (sectors - 1)) * SECTOR;
-}
-
-/* The choices of one power cut, drawn write after write in log order. */
-struct cut {
-	enum bdev_mem_cut mode;
-	uint64_t rng;
-	uint64_t rate;               /* BLOCKS: survivors per 16 blocks */
-	uint32_t bs;
-};
-
-static void cut_init(struct cut *c, enum bdev_mem_cut mode, uint64_t seed, uint32_t bs)
-{
-	*c = (struct cut){ .mode = mode, .rng = seed, .bs = bs };
-	/* From a cache that destaged almost nothing to one that lost a
-	 * single block: both ends matter to a journal. */
-	if (mode == BDEV_CUT_BLOCKS)
-		c->rate = 1 + rng_next(&c->rng) % 15;
-}
-
-/* Lay onto @img what the cut keeps of an unflushed write. */
-static void cut_apply(struct cut *c, uint8_t *img, uint64_t off,
-		      const uint8_t *data, size_t len)
-{
-	if (c->mode != BDEV_CUT_BLOCKS) {
-		memcpy(img + off, data, cut_keep(&c->rng, c->mode, len));
-		return;
-	}
-	for (size_t at = 0; at < len; at += c->bs)
-		if (rng_next(&c->rng) % 16 < c->rate)
-			memcpy(img + off + at, data + at, UT_MIN((size_t)c->bs, len - at));
-}
-
 static void pending_clear(struct mem_bdev *m)
 {
 	for (size_t i = 0; i < m->npend; i++) {
@@ -178,35 +107,23 @@ static void pending_clear(struct mem_bdev *m)
 	m->npend = 0;
 }
 
-void bdev_mem_power_cut(struct bdev *bd, enum bdev_mem_cut mode, uint64_t seed)
+void bdev_mem_power_cut(struct bdev *bd, enum bdev_cut mode, uint64_t seed)
 {
 	struct mem_bdev *m = to_mem(bd);
-	struct cut c;
+	struct bdev_cut_state c;
 
-	cut_init(&c, mode, seed, bd->block_size);
+	bdev_cut_init(&c, mode, seed, m->bd.block_size);
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = m->npend; i-- > 0;)
 		memcpy(m->data + m->pend[i].off, m->pend[i].old, m->pend[i].len);
 	for (size_t i = 0; i < m->npend; i++)
-		cut_apply(&c, m->data, m->pend[i].off, m->pend[i].data, m->pend[i].len);
+		bdev_cut_apply(&c, m->data, m->pend[i].off, m->pend[i].data, m->pend[i].len);
 	pending_clear(m);
 	m->cycle++;
 	pthread_mutex_unlock(&m->lock);
 }
 
 /* ---- requests ------------------------------------------------------------- */
-
-static bool mem_faulty(struct mem_bdev *m, uint64_t off, uint64_t len,
-		       unsigned int op)
-{
-	for (size_t i = 0; i < m->nfaults; i++) {
-		const struct mem_fault *f = &m->faults[i];
-
-		if ((f->ops & op) && off < f->off + f->len && f->off < off + len)
-			return true;
-	}
-	return false;
-}
 
 static void gather(uint8_t *dst, const struct bdev_req *req)
 {
@@ -224,40 +141,16 @@ static void scatter(const struct bdev_req *req, const uint8_t *src)
 	}
 }
 
-static int log_append(struct mem_bdev *m, bool flush, uint64_t off,
-		      const uint8_t *data, size_t len)
-{
-	struct mem_log_rec **log = grow(m->log, &m->log_cap, m->nlog, sizeof(*log));
-	struct mem_log_rec *rec;
-
-	if (!log)
-		return -ENOMEM;
-	m->log = log;
-	rec = malloc(sizeof(*rec) + len);
-	if (!rec)
-		return -ENOMEM;
-	rec->e = (struct bdev_mem_log_entry){ .seq = m->nlog, .flush = flush,
-					      .off = off, .len = len, .data = rec->data };
-	if (len)
-		memcpy(rec->data, data, len);
-	m->log[m->nlog++] = rec;
-	return 0;
-}
-
-/* Apply a write, remembering it as pending (and in the log). */
+/* Apply a write, remembering it as pending. */
 static int mem_write(struct mem_bdev *m, const struct bdev_req *req, size_t len)
 {
 	struct mem_pending p = { req->off, len, malloc(len), malloc(len) };
 	struct mem_pending *pend = grow(m->pend, &m->pend_cap, m->npend, sizeof(p));
-	int err = -ENOMEM;
-
 	if (pend)
 		m->pend = pend;
 	if (!p.data || !p.old || !pend)
 		goto fail;
 	gather(p.data, req);
-	if (m->recording && (err = log_append(m, false, p.off, p.data, len)))
-		goto fail;
 	memcpy(p.old, m->data + p.off, len);
 	memcpy(m->data + p.off, p.data, len);
 	m->pend[m->npend++] = p;
@@ -265,7 +158,7 @@ static int mem_write(struct mem_bdev *m, const struct bdev_req *req, size_t len)
 fail:
 	free(p.data);
 	free(p.old);
-	return err;
+	return -ENOMEM;
 }
 
 /* A read or write (lock held). */
@@ -275,9 +168,7 @@ static int mem_rw_locked(struct mem_bdev *m, struct bdev_req *req)
 	size_t len = bdev_req_len(req);
 	int err = 0;
 
-	if (mem_faulty(m, req->off, len, rd ? BDEV_MEM_FAIL_READ : BDEV_MEM_FAIL_WRITE))
-		err = -EIO;
-	else if (rd)
+	if (rd)
 		scatter(req, m->data + req->off);
 	else
 		err = mem_write(m, req, len);
@@ -285,19 +176,11 @@ static int mem_rw_locked(struct mem_bdev *m, struct bdev_req *req)
 	return err;
 }
 
-/* Make every completed write durable (lock held).  A flush covers the
- * whole device, so any flush fault fails it. */
+/* Make every completed write durable (lock held). */
 static int mem_flush_locked(struct mem_bdev *m)
 {
-	int err = 0;
-
-	if (mem_faulty(m, 0, UINT64_MAX, BDEV_MEM_FAIL_FLUSH))
-		err = -EIO;
-	else if (m->recording)
-		err = log_append(m, true, 0, NULL, 0);
-	if (!err)
-		pending_clear(m);
-	return err;
+	pending_clear(m);
+	return 0;
 }
 
 static int mem_rw_one(struct bdev *bd, struct bdev_req *req)
@@ -339,7 +222,7 @@ static int mem_enqueue(struct mem_bdev *m, struct bdev_req **reqs, unsigned int 
  * everything submitted before it has completed (it is then first). */
 static size_t mem_pick(struct mem_bdev *m)
 {
-	size_t i = (size_t)(rng_next(&m->rng) % m->nqueue);
+	size_t i = (size_t)(bdev_rng_next(&m->rng) % m->nqueue);
 
 	while (i > 0 && m->queue[i].req->op == BDEV_OP_FLUSH)
 		i--;
@@ -367,7 +250,7 @@ static struct bdev_req *mem_complete(struct mem_bdev *m, size_t i)
 /* Sleep up to max_delay_us without the lock. */
 static void mem_delay(struct mem_bdev *m)
 {
-	uint64_t us = m->max_delay_us ? rng_next(&m->rng) % (m->max_delay_us + 1u) : 0;
+	uint64_t us = m->max_delay_us ? bdev_rng_next(&m->rng) % (m->max_delay_us + 1u) : 0;
 	struct timespec ts = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000 };
 
 	pthread_mutex_unlock(&m->lock);
@@ -381,7 +264,7 @@ static void mem_delay(struct mem_bdev *m)
 static void mem_burst(struct mem_bdev *m)
 {
 	struct bdev_req *done[ASYNC_BURST];
-	size_t n = 1 + (size_t)(rng_next(&m->rng) % ASYNC_BURST);
+	size_t n = 1 + (size_t)(bdev_rng_next(&m->rng) % ASYNC_BURST);
 
 	n = UT_MIN(n, m->nqueue);
 	for (size_t k = 0; k < n; k++)
@@ -514,26 +397,14 @@ static int mem_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 	return err;
 }
 
-static void log_clear(struct mem_bdev *m)
-{
-	for (size_t i = 0; i < m->nlog; i++)
-		free(m->log[i]);
-	m->nlog = 0;
-	free(m->base);
-	m->base = NULL;
-}
-
 static void mem_close(struct bdev *bd)
 {
 	struct mem_bdev *m = to_mem(bd);
 
 	mem_stop(m);
 	pending_clear(m);
-	log_clear(m);
 	free(m->queue);
 	free(m->pend);
-	free(m->log);
-	free(m->faults);
 	free(m->data);
 	pthread_cond_destroy(&m->work);
 	pthread_cond_destroy(&m->idle);
@@ -626,318 +497,25 @@ int bdev_mem_save(struct bdev *bd, const char *path)
 	if (fd < 0)
 		return -errno;
 	pthread_mutex_lock(&m->lock);
-	err = file_xfer(fd, false, m->data, bd->size);
+	err = file_xfer(fd, false, m->data, m->bd.size);
 	pthread_mutex_unlock(&m->lock);
 	if (close(fd) && !err)
 		err = -errno;
 	return err;
 }
 
-/* ---- faults and the log ------------------------------------------------- */
+/* ---- access ------------------------------------------------------------ */
 
-int bdev_mem_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops)
+int bdev_mem_set_contents(struct bdev *bd, const void *data, uint64_t size,
+			  uint32_t bs)
 {
-	struct mem_bdev *m = to_mem(bd);
-	struct mem_fault *f;
-	int err = 0;
+	struct mem_bdev *d = to_mem(bd);
 
-	pthread_mutex_lock(&m->lock);
-	if (!len) {
-		m->nfaults = 0;
-	} else if ((f = grow(m->faults, &m->faults_cap, m->nfaults, sizeof(*f)))) {
-		m->faults = f;
-		f[m->nfaults++] = (struct mem_fault){ off, UT_MIN(len, UINT64_MAX - off), ops };
-	} else {
-		err = -ENOMEM;
-	}
-	pthread_mutex_unlock(&m->lock);
-	return err;
-}
-
-void bdev_mem_record(struct bdev *bd, bool on)
-{
-	struct mem_bdev *m = to_mem(bd);
-
-	pthread_mutex_lock(&m->lock);
-	if (on) {
-		log_clear(m);
-		m->base = malloc(bd->size ? bd->size : 1);
-		if (m->base)
-			memcpy(m->base, m->data, bd->size);
-		else
-			mlog_err("memory device: no memory to record");
-	}
-	m->recording = on && m->base;
-	pthread_mutex_unlock(&m->lock);
-}
-
-size_t bdev_mem_log_count(struct bdev *bd)
-{
-	struct mem_bdev *m = to_mem(bd);
-	size_t n;
-
-	pthread_mutex_lock(&m->lock);
-	n = m->nlog;
-	pthread_mutex_unlock(&m->lock);
-	return n;
-}
-
-const struct bdev_mem_log_entry *bdev_mem_log(struct bdev *bd, size_t i)
-{
-	struct mem_bdev *m = to_mem(bd);
-	const struct bdev_mem_log_entry *e;
-
-	pthread_mutex_lock(&m->lock);
-	e = i < m->nlog ? &m->log[i]->e : NULL;
-	pthread_mutex_unlock(&m->lock);
-	return e;
-}
-
-/* Replay log entries [0, prefix) of @m onto @img as a cut would leave them. */
-static void replay(const struct mem_bdev *m, size_t prefix, enum bdev_mem_cut mode,
-		   uint64_t seed, uint8_t *img)
-{
-	size_t durable = 0;
-	struct cut c;
-
-	cut_init(&c, mode, seed, m->bd.block_size);
-	for (size_t i = 0; i < prefix; i++)
-		if (m->log[i]->e.flush)
-			durable = i + 1;
-	for (size_t i = 0; i < prefix; i++) {
-		const struct bdev_mem_log_entry *e = &m->log[i]->e;
-
-		if (e->flush)
-			continue;
-		if (i < durable)
-			memcpy(img + e->off, e->data, e->len);
-		else
-			cut_apply(&c, img, e->off, e->data, e->len);
-	}
-}
-
-int bdev_mem_crash_image(struct bdev *bd, size_t prefix, enum bdev_mem_cut mode,
-			 uint64_t seed, struct bdev **out)
-{
-	struct mem_bdev *m = to_mem(bd);
-	struct bdev *nbd;
-	int err;
-
-	err = bdev_mem_create(bd->size, bd->block_size, &nbd);
-	if (err)
-		return err;
-	pthread_mutex_lock(&m->lock);
-	if (m->base) {
-		memcpy(to_mem(nbd)->data, m->base, bd->size);
-		replay(m, UT_MIN(prefix, m->nlog), mode, seed, to_mem(nbd)->data);
-	} else {
-		err = -EINVAL;  /* nothing was ever recorded */
-	}
-	pthread_mutex_unlock(&m->lock);
-	if (err)
-		bdev_close(nbd);
-	else
-		*out = nbd;
-	return err;
-}
-
-/* ---- crash images in order ------------------------------------------- */
-
-struct bdev_mem_crash {
-	struct mem_bdev *m;
-	uint32_t bs;
-	size_t nblk;
-	size_t at;                   /* entries [0, at) are in durable; a
-	                                flush ends entry at - 1, or at is 0 */
-	uint8_t *durable;            /* base and every write before at */
-	uint8_t *work;               /* durable and what the cut kept */
-	uint64_t *bhash;             /* each block's hash in durable */
-	uint64_t sum;                /* the hash of durable */
-	uint32_t *seen, epoch;       /* blocks counted in this image's hash */
-	size_t from, to;             /* the unflushed entries laid on work */
-};
-
-static uint64_t block_hash(const uint8_t *p, size_t len)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
-
-	for (size_t i = 0; i + 8 <= len; i += 8) {
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 31;
-	}
-	return h;
-}
-
-/* A block's share of an image hash: a sum of shares, so that changing a
- * block costs one block's hash and not the image's. */
-static uint64_t share(size_t blk, uint64_t h)
-{
-	uint64_t s = h ^ (blk * 0x94d049bb133111ebull);
-
-	return rng_next(&s);
-}
-
-static void crash_set_block(struct bdev_mem_crash *c, size_t blk)
-{
-	uint64_t h = block_hash(c->durable + blk * c->bs, c->bs);
-
-	c->sum += share(blk, h) - share(blk, c->bhash[blk]);
-	c->bhash[blk] = h;
-}
-
-static void crash_reset(struct bdev_mem_crash *c)
-{
-	memcpy(c->durable, c->m->base, c->m->bd.size);
-	memcpy(c->work, c->m->base, c->m->bd.size);
-	c->sum = 0;
-	for (size_t b = 0; b < c->nblk; b++) {
-		c->bhash[b] = block_hash(c->durable + b * c->bs, c->bs);
-		c->sum += share(b, c->bhash[b]);
-	}
-	c->at = c->from = c->to = 0;
-}
-
-int bdev_mem_crash_begin(struct bdev *bd, struct bdev_mem_crash **out)
-{
-	struct mem_bdev *m = to_mem(bd);
-	struct bdev_mem_crash *c = calloc(1, sizeof(*c));
-	size_t size = bd->size ? bd->size : 1;
-	int err = -ENOMEM;
-
-	if (!c)
-		return err;
-	*c = (struct bdev_mem_crash){ .m = m, .bs = bd->block_size,
-				      .nblk = bd->size / bd->block_size };
-	c->durable = malloc(size);
-	c->work = malloc(size);
-	c->bhash = calloc(c->nblk + 1, sizeof(*c->bhash));
-	c->seen = calloc(c->nblk + 1, sizeof(*c->seen));
-	pthread_mutex_lock(&m->lock);
-	if (c->durable && c->work && c->bhash && c->seen)
-		err = m->base ? 0 : -EINVAL;  /* -EINVAL: never recorded */
-	if (!err)
-		crash_reset(c);
-	pthread_mutex_unlock(&m->lock);
-	if (err)
-		bdev_mem_crash_end(c);
-	else
-		*out = c;
-	return err;
-}
-
-void bdev_mem_crash_end(struct bdev_mem_crash *c)
-{
-	if (!c)
-		return;
-	free(c->durable);
-	free(c->work);
-	free(c->bhash);
-	free(c->seen);
-	free(c);
-}
-
-/* Make work equal durable again (m->lock held). */
-static void crash_undo(struct bdev_mem_crash *c)
-{
-	for (size_t i = c->from; i < c->to; i++) {
-		const struct bdev_mem_log_entry *e = &c->m->log[i]->e;
-
-		if (!e->flush)
-			memcpy(c->work + e->off, c->durable + e->off, e->len);
-	}
-	c->from = c->to = c->at;
-}
-
-/* One past the last flush among the first @prefix entries, or c->at if
- * none lies at or after it (m->lock held). */
-static size_t crash_durable_end(const struct bdev_mem_crash *c, size_t prefix)
-{
-	for (size_t i = prefix; i > c->at; i--)
-		if (c->m->log[i - 1]->e.flush)
-			return i;
-	return c->at;
-}
-
-/* Carry durable and work forward to entry @to (m->lock held). */
-static void crash_advance(struct bdev_mem_crash *c, size_t to)
-{
-	for (; c->at < to; c->at++) {
-		const struct bdev_mem_log_entry *e = &c->m->log[c->at]->e;
-
-		if (e->flush)
-			continue;
-		memcpy(c->durable + e->off, e->data, e->len);
-		memcpy(c->work + e->off, e->data, e->len);
-		for (size_t b = e->off / c->bs; b < (e->off + e->len) / c->bs; b++)
-			crash_set_block(c, b);
-	}
-	c->from = c->to = c->at;
-}
-
-/* The hash of work: durable's, with the blocks the cut touched redone. */
-static uint64_t crash_hash(struct bdev_mem_crash *c)
-{
-	uint64_t h = c->sum;
-
-	if (++c->epoch == 0) {
-		memset(c->seen, 0, (c->nblk + 1) * sizeof(*c->seen));
-		c->epoch = 1;
-	}
-	for (size_t i = c->from; i < c->to; i++) {
-		const struct bdev_mem_log_entry *e = &c->m->log[i]->e;
-
-		for (size_t b = e->off / c->bs; !e->flush && b < (e->off + e->len) / c->bs; b++) {
-			if (c->seen[b] == c->epoch)
-				continue;
-			c->seen[b] = c->epoch;
-			h += share(b, block_hash(c->work + b * c->bs, c->bs)) -
-			     share(b, c->bhash[b]);
-		}
-	}
-	return h;
-}
-
-int bdev_mem_crash_next(struct bdev_mem_crash *c, size_t prefix,
-			enum bdev_mem_cut mode, uint64_t seed, uint64_t *hash)
-{
-	struct mem_bdev *m = c->m;
-	struct cut cut;
-	size_t durable;
-
-	pthread_mutex_lock(&m->lock);
-	if (!m->base) {
-		pthread_mutex_unlock(&m->lock);
-		return -EINVAL;
-	}
-	prefix = UT_MIN(prefix, m->nlog);
-	crash_undo(c);
-	if (prefix < c->at)
-		crash_reset(c);
-	durable = crash_durable_end(c, prefix);
-	crash_advance(c, durable);
-	cut_init(&cut, mode, seed, c->bs);
-	for (size_t i = durable; i < prefix; i++) {
-		const struct bdev_mem_log_entry *e = &m->log[i]->e;
-
-		if (!e->flush)
-			cut_apply(&cut, c->work, e->off, e->data, e->len);
-	}
-	c->to = prefix;
-	*hash = crash_hash(c);
-	pthread_mutex_unlock(&m->lock);
-	return 0;
-}
-
-int bdev_mem_crash_copy(struct bdev_mem_crash *c, struct bdev *img)
-{
-	struct mem_bdev *d = to_mem(img);
-
-	if (img->size != c->m->bd.size || img->block_size != c->bs)
+	if (d->bd.size != size || d->bd.block_size != bs)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
 	pending_clear(d);
-	memcpy(d->data, c->work, img->size);
+	memcpy(d->data, data, size);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }

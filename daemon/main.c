@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ struct args {
 	bool foreground, debug;
 	bool remount;                /* change the flags of the kernel mount */
 	bool atime_given;
+	char *writelog;              /* record writes and flushes here */
 	unsigned long mnt_set, mnt_clear;   /* MS_* the options name */
 	struct mfs_mount_opts mo;
 	char kopts[1024];            /* options for the kernel mount */
@@ -43,7 +45,8 @@ static int usage(void)
 		"options: cache_size=SIZE data=ordered|writeback|journal commit=SECONDS ro rw\n"
 		"         errors=continue|remount-ro force allow_other default_permissions\n"
 		"         relatime strictatime noatime atime nodiratime diratime\n"
-		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n");
+		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n"
+		"         writelog=FILE\n");
 	return 2;
 }
 
@@ -82,6 +85,14 @@ static int opt_value(struct args *a, const char *key, const char *val)
 		if (strcmp(val, "continue") && strcmp(val, "remount-ro"))
 			return mlog_err("errors=%s: use continue or remount-ro", val), -1;
 		a->mo.errors = strcmp(val, "remount-ro") ? MFS_ERRORS_CONTINUE : MFS_ERRORS_RO;
+	} else if (!strcmp(key, "writelog")) {
+		if (!*val)
+			return mlog_err("writelog=: no file named"), -1;
+		/* the option list is parsed in a copy that is freed */
+		free(a->writelog);
+		a->writelog = strdup(val);
+		if (!a->writelog)
+			return mlog_err("writelog=%s: %s", val, strerror(ENOMEM)), -1;
 	} else if (!strcmp(key, "fsname") || !strcmp(key, "subtype")) {
 		char buf[PATH_MAX + 16];
 
@@ -268,6 +279,36 @@ static int lock_image(const char *path, bool ro)
 	return fd;
 }
 
+/*
+ * -o writelog=FILE: every write and flush the device completes is appended
+ * to FILE, for miscfs-replay to rebuild the image at any flush from a copy
+ * of the image taken before the mount.
+ */
+static int stack_writelog(const struct args *a, struct bdev **bd)
+{
+	struct bdev_wrap_opts o = { .log_path = a->writelog };
+	struct bdev *wrapped;
+	struct stat lst, ist;
+	int err;
+
+	/* The log is truncated: never the image itself. */
+	if (!stat(a->writelog, &lst) && !fstat((*bd)->fd, &ist) &&
+	    lst.st_dev == ist.st_dev && lst.st_ino == ist.st_ino)
+		err = -EEXIST;
+	else
+		err = bdev_wrap(*bd, &o, &wrapped);
+	if (err) {
+		mlog_err("writelog=%s: cannot create the write log: %s", a->writelog,
+			 err == -EEXIST ? "it is the image" : strerror(-err));
+		bdev_close(*bd);
+		*bd = NULL;
+		return err;
+	}
+	mlog_info("%s: recording every write and flush in %s", a->image, a->writelog);
+	*bd = wrapped;
+	return 0;
+}
+
 /* Open the device with the filesystem's block size, read from the
  * superblock through a first open with 1 KiB blocks. */
 static int open_image(const struct args *a, struct bdev **out)
@@ -290,6 +331,8 @@ static int open_image(const struct args *a, struct bdev **out)
 	err = bdev_open(a->image, &o, out);
 	if (err)
 		mlog_err("%s: %s", a->image, strerror(-err));
+	else if (a->writelog)
+		err = stack_writelog(a, out);
 	return err;
 }
 
@@ -381,6 +424,10 @@ static int run(struct args *a, int status_fd)
 	}
 	if (se)
 		fuse_session_destroy(se);
+	if (bd && a->writelog && bdev_wrap_log_error(bd)) {
+		mlog_err("writelog=%s: the log is incomplete", a->writelog);
+		err = -1;
+	}
 	if (bd)
 		bdev_close(bd);
 	if (lock >= 0)
@@ -459,7 +506,7 @@ static int detach(int *status_fd)
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
-	int status_fd = -1;
+	int status_fd = -1, rc;
 
 	mlog_set_ident("miscfs");
 	/* Mounted by root, device files and set-id programs work as on a
@@ -471,13 +518,22 @@ int main(int argc, char **argv)
 		printf("miscfs %s\n", MISCFS_VERSION);
 		return 0;
 	}
-	if (parse_args(argc, argv, &a))
+	if (parse_args(argc, argv, &a)) {
+		free(a.writelog);
 		return usage();
+	}
+	if (a.remount && a.writelog) {
+		mlog_err("writelog= is set at mount time, not by a remount");
+		free(a.writelog);
+		return 1;
+	}
 	if (a.remount)
 		return remount(&a);
 	if (!realpath(a.image, a.fsname))
 		snprintf(a.fsname, sizeof(a.fsname), "%s", a.image);
 	if (!a.foreground && detach(&status_fd))
 		return 1;
-	return run(&a, status_fd);
+	rc = run(&a, status_fd);
+	free(a.writelog);
+	return rc;
 }

@@ -74,7 +74,7 @@ struct bdev *t_dev_create(uint64_t size, uint32_t bs)
 
 	if (t_dev_kind() == T_DEV_URING)
 		return uring_dev(size, bs);
-	t_ok(bdev_mem_create(size, bs, &bd));
+	bd = t_dev_mem(size, bs);
 	if (t_dev_kind() == T_DEV_MEM_ASYNC)
 		t_ok(bdev_mem_async(bd, ASYNC_DELAY_US, async_seed() + ndev++));
 	return bd;

@@ -3,6 +3,7 @@
  * submitted before it, on every backend, and counts as a flush.
  */
 #include "t_bdev.h"
+#include "t_dev.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -88,7 +89,7 @@ static void check_mem_durability(void)
 
 	t_fill(a, BS, 1);
 	t_fill(b, BS, 2);
-	t_ok(bdev_mem_create(16 * BS, BS, &bd));
+	bd = t_dev_mem(16 * BS, BS);
 	bdev_req_init(&reqs[0], BDEV_OP_WRITE, 0, a, BS);
 	bdev_req_init(&reqs[1], BDEV_OP_FLUSH, 0, NULL, 0);
 	bdev_req_init(&reqs[2], BDEV_OP_WRITE, BS, b, BS);
@@ -98,7 +99,7 @@ static void check_mem_durability(void)
 	t_assert(!memcmp(got, a, BS), "write before the flush lost");
 	t_ok(bdev_read(bd, BS, got, BS));
 	t_assert(memcmp(got, b, BS), "write after the flush survived a cut");
-	t_ok(bdev_mem_fail(bd, 0, BS, BDEV_MEM_FAIL_FLUSH));
+	t_ok(bdev_wrap_fail(bd, 0, BS, BDEV_WRAP_FAIL_FLUSH));
 	t_eq(bdev_submit_wait(bd, ptrs + 1, 1), -EIO);
 	bdev_close(bd);
 	bdev_free_buf(a);
@@ -130,7 +131,7 @@ int main(void)
 	t_ok(bdev_open_pread(path, &o, &bd));
 	check_barrier(bd, "pread");
 	bdev_close(bd);
-	t_ok(bdev_mem_create((uint64_t)4 * NWRITE * BS, BS, &bd));
+	bd = t_dev_mem((uint64_t)4 * NWRITE * BS, BS);
 	check_barrier(bd, "mem");
 	bdev_close(bd);
 	check_mem_durability();

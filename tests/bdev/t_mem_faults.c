@@ -1,9 +1,11 @@
 /*
- * t_mem_faults.c - the memory device: reads see the newest writes, chosen
- * byte ranges fail reads, writes or flushes with -EIO until cleared, a
- * failed write changes nothing, and contents survive save and load.
+ * t_mem_faults.c - the memory device under a wrapper: reads see the newest
+ * writes, chosen byte ranges fail reads, writes or flushes with -EIO until
+ * cleared, a failed write changes nothing, and contents survive save and
+ * load.
  */
 #include "t_bdev.h"
+#include "t_dev.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +22,7 @@ static unsigned char *data_of(struct bdev *bd, unsigned int blk)
 
 static void check_read_faults(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	t_ok(bdev_mem_fail(bd, 10 * BS, BS, BDEV_MEM_FAIL_READ));
+	t_ok(bdev_wrap_fail(bd, 10 * BS, BS, BDEV_WRAP_FAIL_READ));
 	t_eq(bdev_read(bd, 10 * BS, buf, BS), -EIO);
 	t_eq(bdev_read(bd, 8 * BS, buf, 3 * BS), -EIO);
 	t_ok(bdev_read(bd, 9 * BS, buf, BS));
@@ -35,7 +37,7 @@ static void check_read_faults(struct bdev *bd, unsigned char *img, unsigned char
 /* One faulty byte fails both directions; a failed write changes nothing. */
 static void check_byte_fault(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	t_ok(bdev_mem_fail(bd, 20 * BS + 700, 1, BDEV_MEM_FAIL_READ | BDEV_MEM_FAIL_WRITE));
+	t_ok(bdev_wrap_fail(bd, 20 * BS + 700, 1, BDEV_WRAP_FAIL_READ | BDEV_WRAP_FAIL_WRITE));
 	t_eq(bdev_read(bd, 20 * BS, buf, BS), -EIO);
 	memset(buf, 0x5a, BS);
 	t_eq(bdev_write(bd, 20 * BS, buf, BS), -EIO);
@@ -43,7 +45,7 @@ static void check_byte_fault(struct bdev *bd, unsigned char *img, unsigned char 
 	t_ok(bdev_read(bd, 21 * BS, buf, BS));
 	t_ok(bdev_write(bd, 19 * BS, img + 19 * BS, BS));
 
-	t_ok(bdev_mem_fail(bd, 30 * BS, 2 * BS, BDEV_MEM_FAIL_WRITE));
+	t_ok(bdev_wrap_fail(bd, 30 * BS, 2 * BS, BDEV_WRAP_FAIL_WRITE));
 	t_eq(bdev_write(bd, 29 * BS, buf, 2 * BS), -EIO);
 	t_assert(!memcmp(data_of(bd, 29), img + 29 * BS, 2 * BS), "a failed write changed data");
 	t_ok(bdev_read(bd, 30 * BS, buf, 2 * BS));
@@ -78,7 +80,7 @@ static void check_batch(struct bdev *bd, unsigned char *buf)
 
 static void check_flush_fault(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	t_ok(bdev_mem_fail(bd, 200 * BS, 1, BDEV_MEM_FAIL_FLUSH));
+	t_ok(bdev_wrap_fail(bd, 200 * BS, 1, BDEV_WRAP_FAIL_FLUSH));
 	t_ok(bdev_read(bd, 200 * BS, buf, BS));
 	memset(buf, 0x77, BS);
 	t_ok(bdev_write(bd, 50 * BS, buf, BS));
@@ -91,7 +93,7 @@ static void check_flush_fault(struct bdev *bd, unsigned char *img, unsigned char
 
 static void check_cleared(struct bdev *bd, unsigned char *img, unsigned char *buf)
 {
-	t_ok(bdev_mem_fail(bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(bd, 0, 0, 0));
 	t_ok(bdev_read(bd, 0, buf, NBLK * BS));
 	t_assert(!memcmp(buf, img, NBLK * BS), "contents differ at %ld", t_diff(buf, img, NBLK * BS));
 	t_ok(bdev_write(bd, 20 * BS, img + 20 * BS, 20 * BS));
@@ -124,8 +126,9 @@ int main(void)
 	struct bdev_stats st;
 	struct bdev *bd;
 
-	t_ok(bdev_mem_create(NBLK * BS + 100, BS, &bd));
-	t_assert(bd->size == NBLK * BS && bd->fd == -1 && !bd->path && !strcmp(bd->ops->name, "mem"),
+	bd = t_dev_mem(NBLK * BS + 100, BS);
+	t_assert(bd->size == NBLK * BS && bd->fd == -1 && !bd->path && !strcmp(bd->ops->name, "wrap") &&
+		 !strcmp(bd->ops->lower(bd)->ops->name, "mem"),
 		"new memory device: size %llu", (unsigned long long)bd->size);
 	t_fill(img, NBLK * BS, 42);
 	t_ok(bdev_write(bd, 0, img, NBLK * BS));

@@ -9,6 +9,7 @@
  * keeps any subset of the blocks of each unflushed write.
  */
 #include "t_bdev.h"
+#include "t_dev.h"
 
 #include <errno.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static struct bdev *fresh(unsigned char *base)
 {
 	struct bdev *bd;
 
-	t_ok(bdev_mem_create(SIZE, BS, &bd));
+	bd = t_dev_mem(SIZE, BS);
 	t_fill(base, SIZE, 1000);
 	t_ok(bdev_write(bd, 0, base, SIZE));
 	t_ok(bdev_flush(bd));
@@ -71,7 +72,7 @@ static void check_lose_all(void)
  * Anything other than new bytes up to a sector boundary, old after it,
  * fails the test.
  */
-static void cut_outcome(enum bdev_mem_cut mode, uint64_t seed, unsigned int nw,
+static void cut_outcome(enum bdev_cut mode, uint64_t seed, unsigned int nw,
 			unsigned int wblk, size_t *keep)
 {
 	unsigned char *base = t_alloc(SIZE), *flushed = t_alloc(SIZE), *news = t_alloc(SIZE);
@@ -167,7 +168,7 @@ static struct bdev *run_workload(unsigned char *base)
 {
 	struct bdev *bd = fresh(base);
 
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	for (unsigned int i = 0; i < NOPS; i++) {
 		if (ops[i].flush) {
 			t_ok(bdev_flush(bd));
@@ -181,10 +182,10 @@ static struct bdev *run_workload(unsigned char *base)
 
 static void check_log(struct bdev *bd)
 {
-	t_assert(bdev_mem_log_count(bd) == NOPS, "log holds %zu entries, expected %zu",
-		bdev_mem_log_count(bd), NOPS);
+	t_assert(bdev_wrap_log_count(bd) == NOPS, "log holds %zu entries, expected %zu",
+		bdev_wrap_log_count(bd), NOPS);
 	for (unsigned int i = 0; i < NOPS; i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(bd, i);
 
 		t_assert(e && e->seq == i && e->flush == ops[i].flush, "log entry %u", i);
 		t_assert(e->flush || (e->off == ops[i].blk * BS && e->len == ops[i].n * BS &&
@@ -192,11 +193,11 @@ static void check_log(struct bdev *bd)
 			"log entry %u: off %llu len %zu or data wrong", i,
 			(unsigned long long)e->off, e->len);
 	}
-	t_assert(!bdev_mem_log(bd, NOPS), "an entry past the end of the log");
+	t_assert(!bdev_wrap_log(bd, NOPS), "an entry past the end of the log");
 }
 
 static bool reachable(const unsigned char *got, unsigned char *img, const unsigned int *post,
-		      unsigned int npost, enum bdev_mem_cut mode);
+		      unsigned int npost, enum bdev_cut mode);
 
 /* reachable() for BLOCKS: any subset of the first write's blocks. */
 static bool reachable_blocks(const unsigned char *got, unsigned char *img,
@@ -220,7 +221,7 @@ static bool reachable_blocks(const unsigned char *got, unsigned char *img,
 /* Whether @got is @img with writes ops[post[i..]] applied in order, each
  * kept for a length @mode allows. */
 static bool reachable(const unsigned char *got, unsigned char *img, const unsigned int *post,
-		      unsigned int npost, enum bdev_mem_cut mode)
+		      unsigned int npost, enum bdev_cut mode)
 {
 	const struct op *op;
 	unsigned char save[4 * BS];
@@ -248,7 +249,7 @@ static bool reachable(const unsigned char *got, unsigned char *img, const unsign
 
 /* The crash image of @prefix computed from the workload alone. */
 static bool expected(const unsigned char *base, const unsigned char *got, size_t prefix,
-		     enum bdev_mem_cut mode)
+		     enum bdev_cut mode)
 {
 	unsigned char *img = t_alloc(SIZE);
 	unsigned int post[NOPS], npost = 0;
@@ -274,7 +275,7 @@ static bool expected(const unsigned char *base, const unsigned char *got, size_t
 
 static void check_crash_images(void)
 {
-	static const enum bdev_mem_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
+	static const enum bdev_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
 						   BDEV_CUT_RANDOM_TORN, BDEV_CUT_BLOCKS };
 	unsigned char *base = t_alloc(SIZE), *first = t_alloc(SIZE);
 	struct bdev *bd = run_workload(base), *img;
@@ -284,7 +285,7 @@ static void check_crash_images(void)
 	for (size_t p = 0; p <= NOPS; p++)
 		for (unsigned int m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 			for (uint64_t seed = 1; seed <= 6; seed++) {
-				t_ok(bdev_mem_crash_image(bd, p, modes[m], seed, &img));
+				t_ok(bdev_wrap_crash_image(bd, p, modes[m], seed, &img));
 				t_assert(img->size == SIZE && img->fd == -1,
 					"crash image geometry");
 				t_assert(expected(base, bdev_mem_data(img), p, modes[m]),
@@ -325,30 +326,30 @@ static void check_hash(unsigned char **seen, uint64_t *hashes, unsigned int *nse
 	hashes[(*nseen)++] = hash;
 }
 
-/* The cursor builds what bdev_mem_crash_image() builds, walking the log
+/* The cursor builds what bdev_wrap_crash_image() builds, walking the log
  * forward and back, and its hash tells the images apart. */
 static void check_cursor(void)
 {
-	static const enum bdev_mem_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
+	static const enum bdev_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
 						   BDEV_CUT_RANDOM_TORN, BDEV_CUT_BLOCKS };
 	static unsigned char *seen[MAX_SEEN];
 	static uint64_t hashes[MAX_SEEN];
 	unsigned char *base = t_alloc(SIZE);
 	struct bdev *bd = run_workload(base), *img, *scratch;
-	struct bdev_mem_crash *c;
+	struct bdev_wrap_crash *c;
 	unsigned int nseen = 0, partial = 0;
 	uint64_t h;
 
-	t_ok(bdev_mem_create(SIZE, BS, &scratch));
-	t_ok(bdev_mem_crash_begin(bd, &c));
+	scratch = t_dev_mem(SIZE, BS);
+	t_ok(bdev_wrap_crash_begin(bd, &c));
 	for (size_t k = 0; k <= 2 * NOPS + 1; k++) {
 		size_t p = k <= NOPS ? k : 2 * NOPS + 1 - k;
 
 		for (unsigned int m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 			for (uint64_t seed = 1; seed <= 4; seed++) {
-				t_ok(bdev_mem_crash_next(c, p, modes[m], seed, &h));
-				t_ok(bdev_mem_crash_copy(c, scratch));
-				t_ok(bdev_mem_crash_image(bd, p, modes[m], seed, &img));
+				t_ok(bdev_wrap_crash_next(c, p, modes[m], seed, &h));
+				t_ok(bdev_wrap_crash_copy(c, scratch));
+				t_ok(bdev_wrap_crash_image(bd, p, modes[m], seed, &img));
 				t_assert(!memcmp(bdev_mem_data(scratch), bdev_mem_data(img), SIZE),
 					"prefix %zu mode %u seed %llu: the cursor's image differs "
 					"at %ld", p, m, (unsigned long long)seed,
@@ -364,7 +365,7 @@ static void check_cursor(void)
 		partial);
 	t_assert(nseen > 20, "only %u distinct images", nseen);
 	t_assert(partial > 0, "BLOCKS never kept part of a write");
-	bdev_mem_crash_end(c);
+	bdev_wrap_crash_end(c);
 	bdev_close(scratch);
 	bdev_close(bd);
 	bdev_free_buf(base);
@@ -378,10 +379,10 @@ static void check_agrees_with_cut(void)
 	unsigned char *base = t_alloc(SIZE);
 
 	for (uint64_t seed = 1; seed <= 8; seed++) {
-		enum bdev_mem_cut mode = seed & 1 ? BDEV_CUT_RANDOM : BDEV_CUT_RANDOM_TORN;
+		enum bdev_cut mode = seed & 1 ? BDEV_CUT_RANDOM : BDEV_CUT_RANDOM_TORN;
 		struct bdev *bd = run_workload(base), *img;
 
-		t_ok(bdev_mem_crash_image(bd, NOPS, mode, seed, &img));
+		t_ok(bdev_wrap_crash_image(bd, NOPS, mode, seed, &img));
 		bdev_mem_power_cut(bd, mode, seed);
 		t_assert(!memcmp(bdev_mem_data(bd), bdev_mem_data(img), SIZE),
 			"seed %llu: power cut and crash image disagree", (unsigned long long)seed);
@@ -390,11 +391,11 @@ static void check_agrees_with_cut(void)
 		t_assert(memcmp(bdev_mem_data(bd), bdev_mem_data(img), BS), "image shares data");
 		bdev_close(img);
 		/* Recording stops and restarts empty. */
-		bdev_mem_record(bd, false);
+		bdev_wrap_record(bd, false);
 		write_blocks(bd, 0, 1, 8, NULL);
-		t_assert(bdev_mem_log_count(bd) == NOPS, "a write was logged after recording stopped");
-		bdev_mem_record(bd, true);
-		t_assert(bdev_mem_log_count(bd) == 0, "restarting recording kept the log");
+		t_assert(bdev_wrap_log_count(bd) == NOPS, "a write was logged after recording stopped");
+		bdev_wrap_record(bd, true);
+		t_assert(bdev_wrap_log_count(bd) == 0, "restarting recording kept the log");
 		bdev_close(bd);
 	}
 	bdev_free_buf(base);
@@ -403,7 +404,7 @@ static void check_agrees_with_cut(void)
 int main(void)
 {
 	struct bdev *bd, *img;
-	struct bdev_mem_crash *cursor;
+	struct bdev_wrap_crash *cursor;
 
 	check_lose_all();
 	check_random();
@@ -411,9 +412,9 @@ int main(void)
 	check_crash_images();
 	check_cursor();
 	check_agrees_with_cut();
-	t_ok(bdev_mem_create(SIZE, BS, &bd));
-	t_eq(bdev_mem_crash_image(bd, 0, BDEV_CUT_LOSE_ALL, 0, &img), -EINVAL);
-	t_eq(bdev_mem_crash_begin(bd, &cursor), -EINVAL);
+	bd = t_dev_mem(SIZE, BS);
+	t_eq(bdev_wrap_crash_image(bd, 0, BDEV_CUT_LOSE_ALL, 0, &img), -EINVAL);
+	t_eq(bdev_wrap_crash_begin(bd, &cursor), -EINVAL);
 	bdev_close(bd);
 	return 0;
 }

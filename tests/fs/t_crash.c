@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "t_fs.h"
+#include "t_dev.h"
 
 #define FILES 24
 
@@ -78,7 +79,7 @@ static void keep(struct mfs_fs *fs, struct bdev *bd, int i)
 	tf_write(fs, ino, 0, k->len, k->seed);
 	t_ok(mfs_fsync(fs, ino, i % 2));
 	t_ok(mfs_fsync(fs, MFS_ROOT_INO, false));    /* its entry too */
-	k->log_pos = bdev_mem_log_count(bd);
+	k->log_pos = bdev_wrap_log_count(bd);
 }
 
 /* A file fsynced whole, then truncated to nothing and its blocks taken
@@ -127,15 +128,15 @@ static void slow_symlink_case(void)
 
 	memset(target, 't', sizeof(target) - 1);
 	target[sizeof(target) - 1] = 0;
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	t_ok(mfs_symlink(fs, &tf_root, MFS_ROOT_INO, "link", target, &st, NULL));
 	mfs_forget(fs, st.st_ino, 1);
 	ino = create(fs, "other");
 	tf_write(fs, ino, 0, 100, 5);
 	t_ok(mfs_fsync(fs, ino, false));
-	pos = bdev_mem_log_count(bd);
+	pos = bdev_wrap_log_count(bd);
 	t_ok(mfs_unmount(fs));
-	t_ok(bdev_mem_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(bdev_wrap_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
 	fs = tf_mount(img);
 	t_eq(mfs_readlink(fs, tf_ino(fs, "link"), got, sizeof(got)), sizeof(target) - 1);
 	t_assert(!memcmp(got, target, sizeof(target) - 1), "the target of a slow "
@@ -205,15 +206,15 @@ static void truncate_case(void)
 	size_t start, end, cuts = 0, cut_short = 0;
 
 	t_ok(mfs_sync(fs));
-	bdev_mem_record(bd, true);
-	start = bdev_mem_log_count(bd);
+	bdev_wrap_record(bd, true);
+	start = bdev_wrap_log_count(bd);
 	t_ok(mfs_setattr(fs, &tf_root, ino, &sa, &st));
-	end = bdev_mem_log_count(bd);
+	end = bdev_wrap_log_count(bd);
 	t_ok(mfs_unmount(fs));
 	for (size_t i = start; i < end; i++) {
-		if (!bdev_mem_log(bd, i)->flush)
+		if (!bdev_wrap_log(bd, i)->flush)
 			continue;
-		t_ok(bdev_mem_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
+		t_ok(bdev_wrap_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
 		cut_short += frag_check(img);
 		bdev_close(img);
 		cuts++;
@@ -263,16 +264,16 @@ static void tail_case(void)
 
 	tf_write(fs, ino, 0, 1500, 6);
 	t_ok(mfs_fsync(fs, ino, false));
-	bdev_mem_record(bd, true);
-	start = bdev_mem_log_count(bd);
+	bdev_wrap_record(bd, true);
+	start = bdev_wrap_log_count(bd);
 	tf_write(fs, ino, 1400, 1000, 7);
 	t_ok(mfs_fsync(fs, ino, false));
-	end = bdev_mem_log_count(bd);
+	end = bdev_wrap_log_count(bd);
 	t_ok(mfs_unmount(fs));
 	for (size_t i = start; i < end; i++) {
-		if (!bdev_mem_log(bd, i)->flush)
+		if (!bdev_wrap_log(bd, i)->flush)
 			continue;
-		t_ok(bdev_mem_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
+		t_ok(bdev_wrap_crash_image(bd, i + 1, BDEV_CUT_LOSE_ALL, 0, &img));
 		old_size += tail_check(img);
 		bdev_close(img);
 	}
@@ -321,20 +322,20 @@ static void evicted_case(void)
 	uint64_t ino;
 	size_t pos;
 
-	t_ok(bdev_mem_create(16u << 20, bs, &bd));
+	bd = t_dev_mem(16u << 20, bs);
 	t_ok(mfs_mkfs(bd, &mo));
 	fs = tf_mount_opts(bd, &o);
 	crowd_make(fs);
 	t_ok(mfs_unmount(fs));
 	fs = tf_mount_opts(bd, &o);
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	ino = create(fs, "kept");
 	tf_write(fs, ino, 0, 100, 8);
 	crowd_walk(fs);
 	t_ok(mfs_fsync(fs, tf_ino(fs, "kept"), false));
-	pos = bdev_mem_log_count(bd);
+	pos = bdev_wrap_log_count(bd);
 	t_ok(mfs_unmount(fs));
-	t_ok(bdev_mem_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(bdev_wrap_crash_image(bd, pos, BDEV_CUT_LOSE_ALL, 0, &img));
 	fs = tf_mount(img);
 	tf_verify(fs, tf_ino(fs, "kept"), 0, 100, 8);
 	tf_unmount_check(fs, img);
@@ -371,7 +372,7 @@ int main(void)
 	evicted_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	for (int i = 0; i < FILES; i++) {
 		if (i == 1)
 			victim_cut(fs);
@@ -380,13 +381,13 @@ int main(void)
 			keep(fs, bd, i);
 	}
 	t_ok(mfs_unmount(fs));
-	bdev_mem_record(bd, false);
-	n = bdev_mem_log_count(bd);
+	bdev_wrap_record(bd, false);
+	n = bdev_wrap_log_count(bd);
 	for (size_t p = 0; p <= n; p += 1 + n / 97) {
 		for (int mode = 0; mode < 3; mode++) {
 			struct bdev *img;
 
-			t_ok(bdev_mem_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
+			t_ok(bdev_wrap_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
 						  mode == 1 ? BDEV_CUT_RANDOM : BDEV_CUT_BLOCKS,
 						  p * 31 + (size_t)mode, &img));
 			check_image(img, p);

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 
 #include "jnl.h"
+#include "t_dev.h"
 #include "t_fs.h"
 #include "util.h"
 
@@ -91,7 +92,7 @@ static struct bdev *crash_copy(struct bdev *bd)
 {
 	struct bdev *copy;
 
-	t_ok(bdev_mem_create(DEV_BYTES, bd->block_size, &copy));
+	copy = t_dev_mem(DEV_BYTES, bd->block_size);
 	memcpy(bdev_mem_data(copy), bdev_mem_data(bd), DEV_BYTES);
 	return copy;
 }
@@ -169,7 +170,7 @@ static void abort_on_log_error(void)
 	struct stat st;
 
 	for (uint64_t l = 1; l < 64; l++)
-		t_ok(bdev_mem_fail(bd, jblock(bd, l) * 1024, 1024, BDEV_MEM_FAIL_WRITE));
+		t_ok(bdev_wrap_fail(bd, jblock(bd, l) * 1024, 1024, BDEV_WRAP_FAIL_WRITE));
 	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
 	mfs_forget(fs, st.st_ino, 1);
 	capture();
@@ -182,7 +183,7 @@ static void abort_on_log_error(void)
 	capture();
 	t_assert(mfs_unmount(fs) != 0, "unmount after an abort succeeded");
 	release();
-	t_ok(bdev_mem_fail(bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(bd, 0, 0, 0));
 	t_assert(!(le16toh(disk_sb(bd)->s_state) & MFS_STATE_VALID), "marked clean");
 
 	capture();

@@ -569,7 +569,7 @@ static void crash_case(void)
 	t_ok(mfs_sync(fs));
 	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "old"));
 	t_ok(mfs_sync(fs));
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	ino = mkfile(fs, MFS_ROOT_INO, "new", S_IFREG | 0644);
 	f = open_(fs, ino, O_RDWR);
 	t_ok(mfs_fallocate(fs, &tf_root, f, 0, 0, OLD_BYTES / 2));
@@ -577,13 +577,13 @@ static void crash_case(void)
 			   OLD_BYTES * 3 / 2));
 	t_ok(mfs_release(fs, f));
 	t_ok(mfs_unmount(fs));
-	bdev_mem_record(bd, false);
-	n = bdev_mem_log_count(bd);
+	bdev_wrap_record(bd, false);
+	n = bdev_wrap_log_count(bd);
 	for (size_t p = 0; p <= n; p += 1 + n / 60) {
 		for (int mode = 0; mode < 3; mode++) {
 			struct bdev *img;
 
-			t_ok(bdev_mem_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
+			t_ok(bdev_wrap_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
 						  mode == 1 ? BDEV_CUT_RANDOM : BDEV_CUT_BLOCKS,
 						  p * 7 + (size_t)mode, &img));
 			zero_check(img, p);

@@ -2,6 +2,7 @@
  * t_fs.c - helpers of the tests of the mounted filesystem.
  */
 #include "t_fs.h"
+#include "t_dev.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,7 +23,7 @@ struct bdev *tf_mkfs(uint32_t bs, uint64_t bytes)
 				   .csum_seed = 0x5eed };
 	struct bdev *bd;
 
-	t_ok(bdev_mem_create(bytes, bs, &bd));
+	bd = t_dev_mem(bytes, bs);
 	t_ok(mfs_mkfs(bd, &o));
 	return bd;
 }

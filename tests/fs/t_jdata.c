@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "t_fs.h"
+#include "t_dev.h"
 #include "util.h"
 
 #define BS 1024u
@@ -207,12 +208,12 @@ static void test_switch_flag(void)
 	memset(buf, 'b', BS);
 	put(fs, ino, buf, BS, 0);                  /* journalled, pending */
 	t_ok(mfs_fsync(fs, ino, false));           /* in the log only */
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	t_ok(mfs_set_flags(fs, &tf_root, ino, 0));
 	memset(buf, 'c', BS);
 	put(fs, ino, buf, BS, 0);                  /* ordered again */
 	t_ok(mfs_fsync(fs, ino, false));
-	t_ok(bdev_mem_crash_image(bd, bdev_mem_log_count(bd), BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(bdev_wrap_crash_image(bd, bdev_wrap_log_count(bd), BDEV_CUT_LOSE_ALL, 0, &img));
 	t_ok(mfs_unmount(fs));
 	fs = tf_mount(img);
 	get(fs, ino, got, sizeof(got), 0);
@@ -383,23 +384,23 @@ static void test_writer_races_journal(void)
 	put(r.fs, r.ino, buf, sizeof(buf), 0);
 	t_ok(mfs_sync(r.fs));
 	atomic_store(&r.stop, false);
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	t_ok(-pthread_create(&t, NULL, writer, &r));
 	for (int i = 0; i < 400; i++) {
 		t_ok(i % 3 ? mfs_fsync(r.fs, r.ino, false) : mfs_sync(r.fs));
 		if (i % 25 == 0 && ncuts < 16)
-			cuts[ncuts++] = bdev_mem_log_count(bd);
+			cuts[ncuts++] = bdev_wrap_log_count(bd);
 	}
 	atomic_store(&r.stop, true);
 	pthread_join(t, NULL);
-	cuts[ncuts++] = bdev_mem_log_count(bd);
+	cuts[ncuts++] = bdev_wrap_log_count(bd);
 	t_ok(mfs_unmount(r.fs));
 	for (unsigned i = 0; i < ncuts; i++) {
-		t_ok(bdev_mem_crash_image(bd, cuts[i], BDEV_CUT_LOSE_ALL, 0, &img));
+		t_ok(bdev_wrap_crash_image(bd, cuts[i], BDEV_CUT_LOSE_ALL, 0, &img));
 		check_blocks_whole(img, r.ino);
 		bdev_close(img);
 	}
-	t_ok(bdev_mem_crash_image(bd, bdev_mem_log_count(bd), BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(bdev_wrap_crash_image(bd, bdev_wrap_log_count(bd), BDEV_CUT_LOSE_ALL, 0, &img));
 	check_blocks_whole(img, r.ino);
 	bdev_close(img);
 	bdev_close(bd);
@@ -424,7 +425,7 @@ static void test_small_journal_rewrite(uint32_t bs)
 	size_t len = 4u << 20;
 	char *buf = malloc(len), *got = malloc(len);
 
-	t_ok(bdev_mem_create(64u << 20, bs, &bd));
+	bd = t_dev_mem(64u << 20, bs);
 	t_ok(mfs_mkfs(bd, &mo));
 	o.cache_bytes = 1u << 20;
 	fs = tf_mount_opts(bd, &o);
@@ -478,7 +479,7 @@ static void test_sync_during_thread_round(void)
 		put(fs, ino[i], buf, BS, 0);
 	}
 	t_ok(mfs_sync(fs));
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	memset(buf, 'n', BS);
 	for (uint32_t i = 0; i < SYNC_FILES; i++)
 		put(fs, ino[i], buf, BS, 0);     /* rewrites: pending, queued */
@@ -486,9 +487,9 @@ static void test_sync_during_thread_round(void)
 	while (stat_of(fs, "jdata_pages_journalled") == base)
 		;                                /* the thread has begun */
 	t_ok(mfs_sync(fs));
-	cut = bdev_mem_log_count(bd);
+	cut = bdev_wrap_log_count(bd);
 	t_ok(mfs_unmount(fs));
-	t_ok(bdev_mem_crash_image(bd, cut, BDEV_CUT_LOSE_ALL, 0, &img));
+	t_ok(bdev_wrap_crash_image(bd, cut, BDEV_CUT_LOSE_ALL, 0, &img));
 	fs = tf_mount(img);
 	for (uint32_t i = 0; i < SYNC_FILES; i++) {
 		get(fs, ino[i], got, BS, 0);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "t_fs.h"
+#include "t_dev.h"
 #include "util.h"
 
 static uint32_t bs;
@@ -573,7 +574,7 @@ static void orphans(struct mfs_fs *fs, struct bdev *bd)
 	tf_verify(fs, f, 0, 20 * bs, 6);
 	t_ok(mfs_sync(fs));
 	/* The image as a crash now would leave it. */
-	t_ok(bdev_mem_create(bd->size, bs, &crash));
+	crash = t_dev_mem(bd->size, bs);
 	memcpy(bdev_mem_data(crash), bdev_mem_data(bd), bd->size);
 	t_ok(mfs_release(fs, o));
 	mfs_forget(fs, f, 1);
@@ -676,10 +677,10 @@ static void create_fails(struct mfs_fs *fs, struct bdev *bd)
 	t_ok(mfs_raw_gdesc(&raw, 0, &gd));
 	bitmap = le32toh(gd->bg_block_bitmap);
 	mfs_raw_close(&raw);
-	t_ok(bdev_mem_fail(bd, bitmap * bs, bs, BDEV_MEM_FAIL_READ));
+	t_ok(bdev_wrap_fail(bd, bitmap * bs, bs, BDEV_WRAP_FAIL_READ));
 	err = mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL);
 	t_assert(err == -EIO, "mkdir %d", err);
-	t_ok(bdev_mem_fail(bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(bd, 0, 0, 0));
 	tf_unmount_check(fs, bd);
 	printf("ok: a create that fails after allocating its inode (%u)\n", bs);
 }

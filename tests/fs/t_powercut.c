@@ -93,6 +93,7 @@
 #include <time.h>
 
 #include "t_fs.h"
+#include "t_dev.h"
 #include "t_hashset.h"
 #include "util.h"
 
@@ -487,7 +488,7 @@ static void op_begin(struct world *w, const char *fmt, ...)
 	w->op = xrealloc(w->op, (w->nop + 1) * sizeof(*w->op));
 	w->cur = w->nop;
 	where.op = w->cur;
-	w->op[w->cur] = (struct op){ .log_start = bdev_mem_log_count(w->bd) };
+	w->op[w->cur] = (struct op){ .log_start = bdev_wrap_log_count(w->bd) };
 	va_start(ap, fmt);
 	vsnprintf(w->op[w->cur].what, sizeof(w->op[w->cur].what), fmt, ap);
 	va_end(ap);
@@ -497,7 +498,7 @@ static void op_end(struct world *w)
 {
 	struct op *o = &w->op[w->cur];
 
-	o->log_end = bdev_mem_log_count(w->bd);
+	o->log_end = bdev_wrap_log_count(w->bd);
 	o->snap = snapshot(w);
 	o->gmax = UT_MAX(o->guard, w->cur ? w->op[w->cur - 1].gmax : 0);
 	if (trace)
@@ -1118,7 +1119,7 @@ static void world_start(struct world *w)
 	root = node_new(w, MFS_ROOT_INO, st.st_mode);
 	w->n[root].nlink = 1;
 	op_end(w);
-	bdev_mem_record(w->bd, true);
+	bdev_wrap_record(w->bd, true);
 }
 
 /* A counter of mfs_stats_format's. */
@@ -1146,7 +1147,7 @@ static void world_finish(struct world *w)
 	w->op[w->cur].guard = w->cur;
 	op_end(w);
 	all_durable(w);
-	bdev_mem_record(w->bd, false);
+	bdev_wrap_record(w->bd, false);
 }
 
 static void run_workload(struct world *w, uint32_t nops)
@@ -1178,7 +1179,7 @@ static void world_free(struct world *w)
 
 struct cut {
 	size_t prefix;
-	enum bdev_mem_cut mode;
+	enum bdev_cut mode;
 	uint64_t rng;
 	uint32_t kmin, kmax;         /* operations that may have survived */
 };
@@ -1575,7 +1576,7 @@ static void check_image(const struct world *w, const struct cut *c, struct bdev 
 
 struct checker {
 	const struct world *w;
-	struct bdev_mem_crash *cur;
+	struct bdev_wrap_crash *cur;
 	struct bdev *img;
 	uint8_t *buf;
 	struct t_hashset seen;
@@ -1583,14 +1584,14 @@ struct checker {
 	unsigned long torn_skipped;  /* torn cuts not made: see the top */
 };
 
-static void check_cut(struct checker *ck, size_t prefix, enum bdev_mem_cut mode,
+static void check_cut(struct checker *ck, size_t prefix, enum bdev_cut mode,
 		      uint64_t rng)
 {
 	struct cut c = { .prefix = prefix, .mode = mode, .rng = rng };
 	uint64_t h;
 
 	ck->states++;
-	t_ok(bdev_mem_crash_next(ck->cur, prefix, mode, rng, &h));
+	t_ok(bdev_wrap_crash_next(ck->cur, prefix, mode, rng, &h));
 	if (!t_hashset_add(&ck->seen, h))
 		return;
 	ck->distinct++;
@@ -1598,7 +1599,7 @@ static void check_cut(struct checker *ck, size_t prefix, enum bdev_mem_cut mode,
 	where.prefix = prefix;
 	where.mode = (int)mode;
 	where.rng = rng;
-	t_ok(bdev_mem_crash_copy(ck->cur, ck->img));
+	t_ok(bdev_wrap_crash_copy(ck->cur, ck->img));
 	cut_bounds(ck->w, &c);
 	check_image(ck->w, &c, ck->img, ck->buf);
 	where.cut = false;
@@ -1613,7 +1614,7 @@ static uint64_t cut_rng(const struct checker *ck, size_t prefix, unsigned k)
 static bool sb_pending(const struct checker *ck, size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(ck->w->bd, i);
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(ck->w->bd, i);
 
 		if (e->off < MFS_SB_OFFSET + MFS_SB_SIZE && e->off + e->len > MFS_SB_OFFSET)
 			return true;
@@ -1652,10 +1653,10 @@ static void cuts_at_flush(struct checker *ck, size_t from, size_t i)
  * leaves the image as the flush before it did). */
 static void check_all_cuts(struct checker *ck)
 {
-	size_t n = bdev_mem_log_count(ck->w->bd), from = 0;
+	size_t n = bdev_wrap_log_count(ck->w->bd), from = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!bdev_mem_log(ck->w->bd, i)->flush)
+		if (!bdev_wrap_log(ck->w->bd, i)->flush)
 			continue;
 		if (i > from)
 			cuts_at_flush(ck, from, i);
@@ -1730,8 +1731,8 @@ static size_t count_flushes(struct bdev *bd)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < bdev_mem_log_count(bd); i++)
-		n += bdev_mem_log(bd, i)->flush;
+	for (size_t i = 0; i < bdev_wrap_log_count(bd); i++)
+		n += bdev_wrap_log(bd, i)->flush;
 	return n;
 }
 
@@ -1745,21 +1746,21 @@ static void run_seed(const struct config *cf, uint64_t seed, struct totals *t)
 	/* Every third seed runs long enough to fill the log: checkpoints,
 	 * and the log wrapping round, under the cuts too. */
 	run_workload(&w, seed % 3 ? cf->nops : cf->nops * 5 / 2);
-	t_ok(bdev_mem_create(DEV_BYTES, BS, &ck.img));
+	ck.img = t_dev_mem(DEV_BYTES, BS);
 	ck.buf = xrealloc(NULL, MAX_FILE);
-	t_ok(bdev_mem_crash_begin(w.bd, &ck.cur));
+	t_ok(bdev_wrap_crash_begin(w.bd, &ck.cur));
 	if (cf->one_cut)
-		check_cut(&ck, cf->prefix, (enum bdev_mem_cut)cf->mode, cf->rng);
+		check_cut(&ck, cf->prefix, (enum bdev_cut)cf->mode, cf->rng);
 	else
 		check_all_cuts(&ck);
 	printf("seed %" PRIu64 ": %" PRIu32 " operations, %" PRIu64 " commits, %" PRIu64
 	       " checkpoints, %zu log entries, %zu flushes; %lu crash states, %lu distinct "
 	       "(%lu torn cuts left out)\n", seed, w.nop, w.commits, w.checkpoints,
-	       bdev_mem_log_count(w.bd), count_flushes(w.bd), ck.states, ck.distinct,
+	       bdev_wrap_log_count(w.bd), count_flushes(w.bd), ck.states, ck.distinct,
 	       ck.torn_skipped);
 	t->states += ck.states;
 	t->distinct += ck.distinct;
-	bdev_mem_crash_end(ck.cur);
+	bdev_wrap_crash_end(ck.cur);
 	bdev_close(ck.img);
 	free(ck.buf);
 	t_hashset_free(&ck.seen);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "t_fs.h"
+#include "t_dev.h"
 #include "util.h"
 
 #define BS        4096u
@@ -32,7 +33,7 @@ static struct bdev *mkfs_regions(void)
 	o.regions[0].bytes = BLOB_SIZE;
 	strcpy(o.regions[1].name, "two");
 	o.regions[1].bytes = 8192;
-	t_ok(bdev_mem_create(32u << 20, BS, &bd));
+	bd = t_dev_mem(32u << 20, BS);
 	t_ok(mfs_mkfs(bd, &o));
 	return bd;
 }
@@ -144,26 +145,26 @@ static void apart(struct mfs_fs *fs, struct bdev *bd)
 	size_t n;
 
 	t_eq(bd->flush_end, start);
-	bdev_mem_record(bd, true);
+	bdev_wrap_record(bd, true);
 	t_ok(mfs_open(fs, &tf_root, two_ino, O_WRONLY, &f));
 	t_eq(mfs_write(fs, &tf_root, f, buf, sizeof(buf), 0, MFS_WRITE_AT), sizeof(buf));
 	t_ok(mfs_fsync(fs, two_ino, true));
 	t_ok(mfs_release(fs, f));
-	t_eq(bdev_mem_log_count(bd), 0);
+	t_eq(bdev_wrap_log_count(bd), 0);
 	t_ok(mfs_mknod(fs, &tf_root, MFS_ROOT_INO, "f", S_IFREG | 0644, 0, &st, NULL));
 	ino = st.st_ino;
 	tf_write(fs, ino, 0, 20000, 3);
 	t_ok(mfs_sync(fs));
-	n = bdev_mem_log_count(bd);
+	n = bdev_wrap_log_count(bd);
 	t_assert(n > 0, "nothing logged");
 	for (size_t i = 0; i < n; i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(bd, i);
 
 		t_assert(e->flush || e->off + e->len <= start,
 			 "a write at %llu reaches the regions (from %llu)",
 			 (unsigned long long)e->off, (unsigned long long)start);
 	}
-	bdev_mem_record(bd, false);
+	bdev_wrap_record(bd, false);
 	mfs_forget(fs, ino, 1);
 	printf("ok: apart\n");
 }

@@ -110,7 +110,7 @@ struct bdev *tj_crash_now(struct tj *t, struct jnl_recovery *info)
 {
 	struct bdev *img;
 
-	t_ok(bdev_mem_crash_image(t->bd, bdev_mem_log_count(t->bd),
+	t_ok(bdev_wrap_crash_image(t->bd, bdev_wrap_log_count(t->bd),
 				  BDEV_CUT_LOSE_ALL, 0, &img));
 	t_ok(jnl_recover(img, t->map, t->nblocks, 0, info));
 	return img;

@@ -17,7 +17,7 @@ static void setup(struct tj *t)
 {
 	tj_setup(t, BS, DEV, JSTART, JBLOCKS, false);
 	if (t_dev_is_mem())
-		bdev_mem_record(t->bd, true);
+		bdev_wrap_record(t->bd, true);
 	tj_open(t);
 }
 
@@ -198,7 +198,7 @@ static int write_ordered(void *arg, struct jnl_inode *ji)
 	err = bdev_write(o->t->bd, ji->ji_ino * BS, buf, BS);
 	bdev_free_buf(buf);
 	o->calls++;
-	o->data_done = bdev_mem_log_count(o->t->bd);
+	o->data_done = bdev_wrap_log_count(o->t->bd);
 	return err;
 }
 
@@ -213,7 +213,7 @@ static void test_ordered(void)
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
 	t.cfg.submit_ordered = write_ordered;
 	t.cfg.arg = &o;
-	bdev_mem_record(t.bd, true);
+	bdev_wrap_record(t.bd, true);
 	tj_open(&t);
 	t_ok(jnl_start(t.j, 1, &h));
 	tj_write(&t, &h, 90, 1);
@@ -222,8 +222,8 @@ static void test_ordered(void)
 	t_ok(jnl_stop(&h));
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
 	t_eq(o.calls, 1);
-	for (size_t i = 0; i < bdev_mem_log_count(t.bd); i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(t.bd, i);
+	for (size_t i = 0; i < bdev_wrap_log_count(t.bd); i++) {
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(t.bd, i);
 		const struct jnl_header *hd = e->data;
 
 		if (!e->flush && le32toh(hd->h_magic) == JNL_MAGIC &&
@@ -313,14 +313,14 @@ static void test_io_error(void)
 	struct jnl_handle h;
 
 	setup(&t);
-	t_ok(bdev_mem_fail(t.bd, (uint64_t)JSTART * BS, (uint64_t)JBLOCKS * BS,
-			   BDEV_MEM_FAIL_WRITE));
+	t_ok(bdev_wrap_fail(t.bd, (uint64_t)JSTART * BS, (uint64_t)JBLOCKS * BS,
+			   BDEV_WRAP_FAIL_WRITE));
 	t_ok(jnl_start(t.j, 1, &h));
 	tj_write(&t, &h, 95, 1);
 	t_ok(jnl_stop(&h));
 	t_eq(jnl_commit_wait(t.j, h.h_tid), -EIO);
 	t_eq(jnl_start(t.j, 1, &h), -EIO);
-	t_ok(bdev_mem_fail(t.bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(t.bd, 0, 0, 0));
 	t_assert(jnl_close(t.j) < 0, "close reports the abort");
 	t.j = NULL;
 	tj_teardown(&t);
@@ -399,8 +399,8 @@ static void test_hooks(void)
 	t_eq(k.in_use, 2);
 
 	/* The log fails, its superblock does not. */
-	t_ok(bdev_mem_fail(t.bd, (uint64_t)(JSTART + 1) * BS, (uint64_t)(JBLOCKS - 1) * BS,
-			   BDEV_MEM_FAIL_WRITE));
+	t_ok(bdev_wrap_fail(t.bd, (uint64_t)(JSTART + 1) * BS, (uint64_t)(JBLOCKS - 1) * BS,
+			   BDEV_WRAP_FAIL_WRITE));
 	t_ok(jnl_start(t.j, 1, &h));
 	tj_write(&t, &h, 97, 1);
 	t_ok(jnl_stop(&h));
@@ -412,7 +412,7 @@ static void test_hooks(void)
 	t_assert(jnl_close(t.j) < 0, "close reports the abort");
 	t.j = NULL;
 	t_eq(k.aborted, 1);
-	t_ok(bdev_mem_fail(t.bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(t.bd, 0, 0, 0));
 	t_ok(jnl_recover(t.bd, t.map, JBLOCKS, 0, &info));
 	t_eq(info.jnl_errno, -EIO);
 	t_ok(jnl_clear_errno(t.bd, t.map, JBLOCKS));

@@ -36,6 +36,7 @@
 
 #include "jnl_disk.h"          /* the commit block, to read the log */
 #include "t_hashset.h"
+#include "t_dev.h"
 #include "t_jnl.h"
 #include "util.h"
 
@@ -131,10 +132,10 @@ static void record_write(struct model *m, uint64_t blk, uint32_t tid, uint64_t s
  * logged more since. */
 static size_t log_entry_of(struct bdev *bd, uint64_t blk)
 {
-	size_t i = bdev_mem_log_count(bd);
+	size_t i = bdev_wrap_log_count(bd);
 
 	while (i-- > 0) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(bd, i);
 
 		if (!e->flush && e->off == blk * BS)
 			return i;
@@ -188,7 +189,7 @@ static void ack(struct model *m)
 
 	jnl_get_stats(m->t->j, &st);
 	m->acks = grow_array(m->acks, m->nacks, sizeof(*m->acks));
-	m->acks[m->nacks++] = (struct ack){ bdev_mem_log_count(m->t->bd), st.committed_tid };
+	m->acks[m->nacks++] = (struct ack){ bdev_wrap_log_count(m->t->bd), st.committed_tid };
 }
 
 /* A block to journal: a plain one, or one of those revoked later.  Odd
@@ -257,7 +258,7 @@ static void reuse_revoked(struct model *m, uint64_t *stamp)
 		tj_fill(buf, BS, blk, m->raw_stamp[blk]);
 		t_ok(bdev_write(t->bd, blk * BS, buf, BS));
 		t_ok(bdev_flush(t->bd));
-		m->raw_flushed[blk] = bdev_mem_log_count(t->bd);
+		m->raw_flushed[blk] = bdev_wrap_log_count(t->bd);
 	}
 	bdev_free_buf(buf);
 }
@@ -271,7 +272,7 @@ static void run_workload(struct model *m)
 		m->inode[k].ji_ino = k;
 	t->cfg.submit_ordered = submit_ordered;
 	t->cfg.arg = m;
-	bdev_mem_record(t->bd, true);
+	bdev_wrap_record(t->bd, true);
 	tj_open(t);
 	for (uint32_t i = 0; i < HANDLES; i++) {
 		one_handle(m, &stamp);
@@ -365,7 +366,7 @@ static void check_acks(const struct model *m)
 static void check_order(struct model *m, bool strict)
 {
 	static struct order o;
-	size_t n = bdev_mem_log_count(m->t->bd);
+	size_t n = bdev_wrap_log_count(m->t->bd);
 
 	o = (struct order){ .m = m, .strict = strict };
 	memset(o.jpos, 0xff, sizeof(o.jpos));
@@ -374,7 +375,7 @@ static void check_order(struct model *m, bool strict)
 	m->durable_at = calloc(n + 1, sizeof(*m->durable_at));
 	t_assert(m->durable_at, "no memory");
 	for (size_t i = 0; i < n; i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(m->t->bd, i);
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(m->t->bd, i);
 
 		m->durable_at[i] = o.last_flush;
 		if (e->flush) {
@@ -522,7 +523,7 @@ static void check_blocks(const struct model *m, const struct state *s)
 
 struct run {
 	struct model *m;
-	struct bdev_mem_crash *cur;
+	struct bdev_wrap_crash *cur;
 	struct bdev *scratch;           /* the image being recovered */
 	struct bdev *rec;               /* a sample's recovery, recorded */
 	struct bdev *again;             /* an image cut from that */
@@ -551,7 +552,7 @@ static bool commit_in(const struct model *m, const uint8_t *img, uint32_t tid)
 
 /* Recover one crash state of the workload, if its image is new, and
  * check what recovery made of it. */
-static void check_state(struct run *r, size_t prefix, enum bdev_mem_cut mode, uint64_t seed)
+static void check_state(struct run *r, size_t prefix, enum bdev_cut mode, uint64_t seed)
 {
 	struct model *m = r->m;
 	struct jnl_recovery info;
@@ -561,11 +562,11 @@ static void check_state(struct run *r, size_t prefix, enum bdev_mem_cut mode, ui
 	uint64_t h;
 
 	r->states++;
-	t_ok(bdev_mem_crash_next(r->cur, prefix, mode, seed, &h));
+	t_ok(bdev_wrap_crash_next(r->cur, prefix, mode, seed, &h));
 	if (!t_hashset_add(&r->seen, h))
 		return;
 	r->distinct++;
-	t_ok(bdev_mem_crash_copy(r->cur, r->scratch));
+	t_ok(bdev_wrap_crash_copy(r->cur, r->scratch));
 	t_ok(jnl_recover(r->scratch, m->t->map, m->t->nblocks, 0, &info));
 	snprintf(what, sizeof(what), "prefix %zu mode %d seed %" PRIu64, prefix, mode, seed);
 	s.got = recovered_upto(&info);
@@ -586,10 +587,10 @@ static void check_state(struct run *r, size_t prefix, enum bdev_mem_cut mode, ui
 
 static void check_all_states(struct run *r)
 {
-	size_t n = bdev_mem_log_count(r->m->t->bd);
+	size_t n = bdev_wrap_log_count(r->m->t->bd);
 
 	for (size_t i = 0; i < n; i++) {
-		if (!bdev_mem_log(r->m->t->bd, i)->flush)
+		if (!bdev_wrap_log(r->m->t->bd, i)->flush)
 			continue;
 		/* Cuts before the flush, then after: the cursor only goes on. */
 		check_state(r, i, BDEV_CUT_LOSE_ALL, 0);
@@ -654,19 +655,19 @@ static void recover_again(struct run *r, struct bdev *img, const uint8_t *first,
 }
 
 /* One cut of the sample's recorded recovery. */
-static void cut_recovery_at(struct run *r, struct bdev_mem_crash *cur, size_t prefix,
-			    enum bdev_mem_cut mode, uint64_t seed, struct t_hashset *seen,
+static void cut_recovery_at(struct run *r, struct bdev_wrap_crash *cur, size_t prefix,
+			    enum bdev_cut mode, uint64_t seed, struct t_hashset *seen,
 			    const uint8_t *first)
 {
 	char what[96];
 	uint64_t h;
 
 	r->rec_states++;
-	t_ok(bdev_mem_crash_next(cur, prefix, mode, seed, &h));
+	t_ok(bdev_wrap_crash_next(cur, prefix, mode, seed, &h));
 	if (!t_hashset_add(seen, h))
 		return;
 	r->rec_distinct++;
-	t_ok(bdev_mem_crash_copy(cur, r->again));
+	t_ok(bdev_wrap_crash_copy(cur, r->again));
 	snprintf(what, sizeof(what), "sample %u, recovery cut at entry %zu, mode %d seed %"
 		 PRIu64, r->samples, prefix, mode, seed);
 	recover_again(r, r->again, first, what);
@@ -677,13 +678,13 @@ static void cut_recovery_at(struct run *r, struct bdev_mem_crash *cur, size_t pr
  * the writes before a flush is what a cut between them can leave. */
 static void cut_recovery(struct run *r, struct bdev *rec, const uint8_t *first)
 {
-	size_t n = bdev_mem_log_count(rec);
-	struct bdev_mem_crash *cur;
+	size_t n = bdev_wrap_log_count(rec);
+	struct bdev_wrap_crash *cur;
 	struct t_hashset seen = { 0 };
 
-	t_ok(bdev_mem_crash_begin(rec, &cur));
+	t_ok(bdev_wrap_crash_begin(rec, &cur));
 	for (size_t i = 0; i <= n; i++) {
-		if (i < n && !bdev_mem_log(rec, i)->flush)
+		if (i < n && !bdev_wrap_log(rec, i)->flush)
 			continue;
 		cut_recovery_at(r, cur, i, BDEV_CUT_LOSE_ALL, 0, &seen, first);
 		for (uint64_t seed = 1; seed <= 4; seed++) {
@@ -693,7 +694,7 @@ static void cut_recovery(struct run *r, struct bdev *rec, const uint8_t *first)
 		cut_recovery_at(r, cur, i, BDEV_CUT_RANDOM_TORN, i, &seen, first);
 		cut_recovery_at(r, cur, i + 1, BDEV_CUT_LOSE_ALL, 0, &seen, first);
 	}
-	bdev_mem_crash_end(cur);
+	bdev_wrap_crash_end(cur);
 	t_hashset_free(&seen);
 }
 
@@ -723,7 +724,7 @@ static void run_on(struct model *m2, struct tj *t2)
 {
 	uint64_t stamp = AGAIN_STAMP;
 
-	bdev_mem_record(t2->bd, true);
+	bdev_wrap_record(t2->bd, true);
 	tj_open(t2);
 	for (uint32_t i = 0; i < SESSION_HANDLES; i++) {
 		struct jnl_handle h;
@@ -747,8 +748,8 @@ static void run_on(struct model *m2, struct tj *t2)
 }
 
 /* One cut of the second session: its transactions on top of @first. */
-static void check_again(struct run *r, struct model *m2, struct bdev_mem_crash *cur,
-			const uint8_t *first, size_t prefix, enum bdev_mem_cut mode,
+static void check_again(struct run *r, struct model *m2, struct bdev_wrap_crash *cur,
+			const uint8_t *first, size_t prefix, enum bdev_cut mode,
 			uint64_t seed, struct t_hashset *seen)
 {
 	struct jnl_recovery info;
@@ -758,11 +759,11 @@ static void check_again(struct run *r, struct model *m2, struct bdev_mem_crash *
 	uint64_t h;
 
 	r->again_states++;
-	t_ok(bdev_mem_crash_next(cur, prefix, mode, seed, &h));
+	t_ok(bdev_wrap_crash_next(cur, prefix, mode, seed, &h));
 	if (!t_hashset_add(seen, h))
 		return;
 	r->again_distinct++;
-	t_ok(bdev_mem_crash_copy(cur, r->again));
+	t_ok(bdev_wrap_crash_copy(cur, r->again));
 	t_ok(jnl_recover(r->again, m2->t->map, m2->t->nblocks, 0, &info));
 	snprintf(what, sizeof(what), "sample %u, second session cut at %zu, mode %d",
 		 r->samples, prefix, mode);
@@ -789,7 +790,7 @@ static void check_again(struct run *r, struct model *m2, struct bdev_mem_crash *
 static void cut_second_session(struct run *r, struct bdev *img, const uint8_t *first)
 {
 	static struct model m2;
-	struct bdev_mem_crash *cur;
+	struct bdev_wrap_crash *cur;
 	struct t_hashset seen = { 0 };
 	struct tj t2;
 	size_t n;
@@ -800,10 +801,10 @@ static void cut_second_session(struct run *r, struct bdev *img, const uint8_t *f
 	m2.t = &t2;
 	run_on(&m2, &t2);
 	check_order(&m2, !t2.cfg.async_commit);
-	n = bdev_mem_log_count(img);
-	t_ok(bdev_mem_crash_begin(img, &cur));
+	n = bdev_wrap_log_count(img);
+	t_ok(bdev_wrap_crash_begin(img, &cur));
 	for (size_t i = 0; i <= n; i++) {
-		if (i < n && !bdev_mem_log(img, i)->flush)
+		if (i < n && !bdev_wrap_log(img, i)->flush)
 			continue;
 		check_again(r, &m2, cur, first, i, BDEV_CUT_LOSE_ALL, 0, &seen);
 		check_again(r, &m2, cur, first, i, BDEV_CUT_RANDOM, i, &seen);
@@ -811,7 +812,7 @@ static void cut_second_session(struct run *r, struct bdev *img, const uint8_t *f
 		check_again(r, &m2, cur, first, i, BDEV_CUT_BLOCKS, i * 7 + 1, &seen);
 		check_again(r, &m2, cur, first, i + 1, BDEV_CUT_LOSE_ALL, 0, &seen);
 	}
-	bdev_mem_crash_end(cur);
+	bdev_wrap_crash_end(cur);
 	t_hashset_free(&seen);
 	detach(&t2);
 	free_model(&m2);
@@ -831,10 +832,10 @@ static void sample_recovery(struct run *r, const struct state *s)
 	r->samples++;
 	memcpy(first, s->img, r->scratch->size);
 	check_emptied(r->m->t, first, s->what);
-	t_ok(bdev_mem_crash_copy(r->cur, r->rec));
-	bdev_mem_record(r->rec, true);
+	t_ok(bdev_wrap_crash_copy(r->cur, r->rec));
+	bdev_wrap_record(r->rec, true);
 	t_ok(jnl_recover(r->rec, r->m->t->map, r->m->t->nblocks, 0, &info));
-	bdev_mem_record(r->rec, false);
+	bdev_wrap_record(r->rec, false);
 	t_assert(!memcmp(bdev_mem_data(r->rec), first, r->scratch->size),
 		 "%s: recovery is not deterministic", s->what);
 	cut_recovery(r, r->rec, first);
@@ -890,14 +891,14 @@ int main(int argc, char **argv)
 	check_order(&m, !t.cfg.async_commit);
 	t_assert(m.max_tid >= 300, "only %u transactions", m.max_tid);
 	t_assert(m.ndata >= 50, "only %zu ordered data writes", m.ndata);
-	t_ok(bdev_mem_create(t.bd->size, BS, &r.scratch));
-	t_ok(bdev_mem_create(t.bd->size, BS, &r.rec));
-	t_ok(bdev_mem_create(t.bd->size, BS, &r.again));
-	t_ok(bdev_mem_crash_begin(t.bd, &r.cur));
+	r.scratch = t_dev_mem(t.bd->size, BS);
+	r.rec = t_dev_mem(t.bd->size, BS);
+	r.again = t_dev_mem(t.bd->size, BS);
+	t_ok(bdev_wrap_crash_begin(t.bd, &r.cur));
 	check_all_states(&r);
 	printf("%u transactions, %zu log entries, %zu fsyncs, %zu ordered data writes, "
 	       "%u writes of a block after its revoke in the same transaction\n",
-	       m.max_tid, bdev_mem_log_count(t.bd), m.nacks, m.ndata, same_tx_reuses(&m));
+	       m.max_tid, bdev_wrap_log_count(t.bd), m.nacks, m.ndata, same_tx_reuses(&m));
 	printf("%lu crash states checked, %lu distinct; in %lu a commit block reached "
 	       "the disk without all of its transaction\n", r.states, r.distinct,
 	       r.early_commits);
@@ -906,7 +907,7 @@ int main(int argc, char **argv)
 	       r.rec_distinct, r.again_states, r.again_distinct);
 	printf("%.1f s: workload %.1f s, crash states %.1f s\n", now_s() - t0, t1 - t0,
 	       now_s() - t1);
-	bdev_mem_crash_end(r.cur);
+	bdev_wrap_crash_end(r.cur);
 	bdev_close(r.scratch);
 	bdev_close(r.rec);
 	bdev_close(r.again);

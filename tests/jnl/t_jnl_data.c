@@ -22,7 +22,7 @@
 static void setup(struct tj *t, struct pc_mapping **data)
 {
 	tj_setup(t, BS, DEV, JSTART, JBLOCKS, false);
-	bdev_mem_record(t->bd, true);
+	bdev_wrap_record(t->bd, true);
 	tj_open(t);
 	/* The file's pages: any mapping other than the journal's own. */
 	t_ok(pc_mapping_create(t->cache, &pc_identity_ops, t->bd, data));

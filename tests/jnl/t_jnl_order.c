@@ -297,8 +297,8 @@ static void find_writes(struct bdev *bd, uint64_t blk, size_t *commit,
 			size_t *data)
 {
 	*commit = *data = SIZE_MAX;
-	for (size_t i = 0; i < bdev_mem_log_count(bd); i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
+	for (size_t i = 0; i < bdev_wrap_log_count(bd); i++) {
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(bd, i);
 		const struct jnl_header *hd = e->data;
 
 		if (e->flush)
@@ -333,7 +333,7 @@ static void test_ordered(void)
 	tj_open(&t);
 	t_ok(pc_mapping_create(t.cache, &file_ops, &F, &F.m));
 	max = max_credits(t.j);
-	bdev_mem_record(t.bd, true);
+	bdev_wrap_record(t.bd, true);
 
 	t_ok(jnl_start(t.j, max, &h));
 	fs_write(&F, &h, 0, 5);

@@ -23,7 +23,7 @@
 static void setup(struct tj *t)
 {
 	tj_setup(t, BS, DEV, JSTART, JBLOCKS, false);
-	bdev_mem_record(t->bd, true);
+	bdev_wrap_record(t->bd, true);
 	tj_open(t);
 }
 
@@ -367,7 +367,7 @@ static void test_reuse_other_page(void)
 	pthread_t th;
 
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
-	bdev_mem_record(t.bd, true);
+	bdev_wrap_record(t.bd, true);
 	hold_init(&d, t.bd);
 	t_ok(pc_mapping_create(t.cache, &pc_identity_ops, t.bd, &file));
 	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
@@ -416,10 +416,10 @@ static void test_reuse_other_page(void)
  */
 static size_t durable_at(struct bdev *bd, size_t from, uint32_t tid)
 {
-	size_t n = bdev_mem_log_count(bd), commit = SIZE_MAX;
+	size_t n = bdev_wrap_log_count(bd), commit = SIZE_MAX;
 
 	for (size_t i = from; i < n; i++) {
-		const struct bdev_mem_log_entry *e = bdev_mem_log(bd, i);
+		const struct bdev_wrap_log_entry *e = bdev_wrap_log(bd, i);
 
 		if (e->flush && commit != SIZE_MAX)
 			return i + 1;
@@ -444,7 +444,7 @@ static void check_until_durable(struct tj *t, size_t from, uint32_t tid,
 		struct jnl_recovery info;
 		struct bdev *img;
 
-		t_ok(bdev_mem_crash_image(t->bd, p, BDEV_CUT_LOSE_ALL, 0, &img));
+		t_ok(bdev_wrap_crash_image(t->bd, p, BDEV_CUT_LOSE_ALL, 0, &img));
 		t_ok(jnl_recover(img, t->map, t->nblocks, 0, &info));
 		t_assert(tj_holds(img, BS, X, stamp), "a crash after %zu writes, "
 			 "before the revoke of transaction %u is durable (%zu): block "
@@ -479,7 +479,7 @@ static void test_free_then_checkpoint(void)
 		t_ok(jnl_stop(&h));
 		t_ok(jnl_commit_wait(t.j, h.h_tid));
 	}
-	from = bdev_mem_log_count(t.bd);
+	from = bdev_wrap_log_count(t.bd);
 	t_ok(jnl_start(t.j, 1, &h));
 	t_ok(jnl_revoke(&h, X));
 	t_ok(jnl_stop(&h));
@@ -505,7 +505,7 @@ static void test_free_while_committing(void)
 	size_t from;
 
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
-	bdev_mem_record(t.bd, true);
+	bdev_wrap_record(t.bd, true);
 	hold_init(&d, t.bd);
 	t_ok(jnl_open(&d.bd, t.map, t.nblocks, &t.cfg, &t.j));
 	t_ok(jnl_start(t.j, 1, &h));
@@ -524,7 +524,7 @@ static void test_free_while_committing(void)
 	hold_release(&d);
 	pthread_join(th, NULL);
 	t_ok(c.err);
-	from = bdev_mem_log_count(t.bd);           /* X's copy is committed */
+	from = bdev_wrap_log_count(t.bd);           /* X's copy is committed */
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
 	check_until_durable(&t, from, h.h_tid, 1);
 	tj_teardown(&t);

@@ -25,7 +25,7 @@ struct entry_kind {
 	bool home;                   /* a block outside the journal */
 };
 
-static struct entry_kind classify(const struct bdev_mem_log_entry *e, uint32_t tid)
+static struct entry_kind classify(const struct bdev_wrap_log_entry *e, uint32_t tid)
 {
 	struct entry_kind k = { .flush = e->flush };
 	uint64_t first = e->off / BS, n = e->len / BS;
@@ -59,7 +59,7 @@ static struct commit_trace trace(struct bdev *bd, size_t from, size_t to, uint32
 	struct commit_trace tr = { NONE, NONE, NONE, NONE };
 
 	for (size_t i = from; i < to; i++) {
-		struct entry_kind k = classify(bdev_mem_log(bd, i), tid);
+		struct entry_kind k = classify(bdev_wrap_log(bd, i), tid);
 
 		if (k.body && tr.commit == NONE)
 			tr.last_body = i;
@@ -80,7 +80,7 @@ static void setup(struct tj *t, bool async)
 {
 	tj_setup(t, BS, DEV, JSTART, JBLOCKS, false);
 	t->cfg.async_commit = async;
-	bdev_mem_record(t->bd, true);
+	bdev_wrap_record(t->bd, true);
 }
 
 /* Commit @n blocks from @first on as version @stamp; returns the log
@@ -94,9 +94,9 @@ static uint32_t commit_blocks(struct tj *t, uint64_t first, unsigned n,
 	for (unsigned i = 0; i < n; i++)
 		tj_write(t, &h, first + i, stamp);
 	t_ok(jnl_stop(&h));
-	*from = bdev_mem_log_count(t->bd);
+	*from = bdev_wrap_log_count(t->bd);
 	t_ok(jnl_commit_wait(t->j, h.h_tid));
-	*to = bdev_mem_log_count(t->bd);
+	*to = bdev_wrap_log_count(t->bd);
 	return h.h_tid;
 }
 
@@ -165,7 +165,7 @@ static int write_ordered(void *arg, struct jnl_inode *ji)
 		err = bdev_write(o->t->bd, ji->ji_ino * BS, buf, BS);
 		bdev_free_buf(buf);
 	}
-	o->data_at = bdev_mem_log_count(o->t->bd) - 1;
+	o->data_at = bdev_wrap_log_count(o->t->bd) - 1;
 	return err;
 }
 
@@ -194,10 +194,10 @@ static void test_async_ordered_flush(void)
 	t_ok(jnl_add_ordered(&h, &ji));
 	t_ok(jnl_stop(&h));
 	t_ok(jnl_commit_wait(t.j, h.h_tid));
-	to = bdev_mem_log_count(t.bd);
+	to = bdev_wrap_log_count(t.bd);
 	t_assert(o.data_at != NONE, "the ordered data was written");
 	for (size_t i = o.data_at + 1; i < to && first_log == NONE; i++) {
-		struct entry_kind k = classify(bdev_mem_log(t.bd, i), h.h_tid);
+		struct entry_kind k = classify(bdev_wrap_log(t.bd, i), h.h_tid);
 
 		if (k.body || k.commit)
 			first_log = i;
@@ -207,7 +207,7 @@ static void test_async_ordered_flush(void)
 		bool flushed = false;
 
 		for (size_t i = o.data_at + 1; i < first_log; i++)
-			flushed |= bdev_mem_log(t.bd, i)->flush;
+			flushed |= bdev_wrap_log(t.bd, i)->flush;
 		t_assert(flushed, "async commit: no flush between the ordered data "
 			 "(entry %zu) and the first log block (entry %zu)", o.data_at,
 			 first_log);

@@ -16,7 +16,7 @@ int main(void)
 	struct pc_page *p;
 
 	t_env_init(&e, BS, 64, 64, true);
-	t_ok(bdev_mem_fail(e.bd, 9 * BS, BS, BDEV_MEM_FAIL_READ));
+	t_ok(bdev_wrap_fail(e.bd, 9 * BS, BS, BDEV_WRAP_FAIL_READ));
 	p = (struct pc_page *)&e;
 	t_eq(pc_read_cache_page(e.m, 9, &p), -EIO);
 	p = pc_find_get_page(e.m, 9);
@@ -29,7 +29,7 @@ int main(void)
 
 	t_ok(pc_read_cache_page(e.m, 8, &p));           /* neighbours fine */
 	pc_put_page(p);
-	t_ok(bdev_mem_fail(e.bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(e.bd, 0, 0, 0));
 	t_ok(pc_read_cache_page(e.m, 9, &p));
 	t_assert(PageUptodate(p) && !PageError(p), "recovered page state");
 	t_assert(t_is_pattern(p->data, 9, BS), "recovered page data");

@@ -119,7 +119,7 @@ static void check_error(void)
 	struct pc_page *p;
 
 	init(&e);
-	t_ok(bdev_mem_fail(e.bd, 130 * BS, BS, BDEV_MEM_FAIL_READ));
+	t_ok(bdev_wrap_fail(e.bd, 130 * BS, BS, BDEV_WRAP_FAIL_READ));
 	pc_ra_init(&ra);
 	for (uint64_t i = 0; i < 200; i++)
 		t_eq(read_ra(&e, &ra, i, UINT64_MAX), i == 130 ? -EIO : 0);

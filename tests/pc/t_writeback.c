@@ -64,7 +64,7 @@ static void check_ranges(void)
 	}
 
 	/* A failed write is reported once, and marks the page. */
-	t_ok(bdev_mem_fail(e.bd, 50 * BS, BS, BDEV_MEM_FAIL_WRITE));
+	t_ok(bdev_wrap_fail(e.bd, 50 * BS, BS, BDEV_WRAP_FAIL_WRITE));
 	t_log_capture();
 	dirty(&e, e.m, 50, 7);
 	t_eq(pc_sync_mapping(e.m), -EIO);
@@ -73,7 +73,7 @@ static void check_ranges(void)
 	t_assert(p && PageError(p) && !PageDirty(p), "failed page state");
 	pc_put_page(p);
 	t_ok(pc_sync_mapping(e.m));
-	t_ok(bdev_mem_fail(e.bd, 0, 0, 0));
+	t_ok(bdev_wrap_fail(e.bd, 0, 0, 0));
 	t_env_fini(&e);
 }
 
