@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Crash consistency through the real mount.  A seeded random workload runs
+# on a mount that records every write and flush (-o writelog=): files
+# written and fsynced once (each then left alone), among files, renames,
+# truncations, links and directories that are never synced.  Then, for
+# every flush of the log and for random points between flushes (the writes
+# since the last flush kept, dropped, kept at random, torn at 512 bytes, or
+# kept block by block), the image is rebuilt with miscfs-replay and
+# mounted (which replays the journal), every file whose fsync had returned
+# before that point must have exactly the bytes it was fsynced with, the
+# unmount must be clean, and fsck.miscfs -fn must find nothing.
+#
+# MISCFS_CRASH_STATES sets the number of states (default 1000); MISCFS_SEED
+# the workload's seed.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/mount.sh"
+: "${REPLAY:?REPLAY must name miscfs-replay}"
+: "${FSCK:?FSCK must name fsck.miscfs}"
+
+states=${MISCFS_CRASH_STATES:-1000}
+RANDOM=${MISCFS_SEED:-7}
+log=$T_DIR/wlog
+base=$T_DIR/base
+model=$T_DIR/model
+pool=$T_DIR/pool
+mkdir "$model"
+head -c $((1 << 20)) /dev/urandom >"$pool"
+
+# The flushes in the log so far: an fsync has returned once its flush is
+# there (the log is written as requests complete).
+flushes_now() {
+	"$REPLAY" --count "$log" 2>/dev/null | sed -n 's/^flushes: //p'
+}
+
+# Bytes of the pool: $1 bytes from offset $2.
+piece() { tail -c +$(($2 + 1)) "$pool" | head -c "$1"; }
+
+synced=0
+sync_file() {
+	local name=s$synced len=$((RANDOM % 70000 + 1)) off=$((RANDOM * 17 % 900000))
+	piece "$len" "$off" >"$model/$name"
+	dd if="$model/$name" of="$mnt/d/$name" bs=8k conv=fsync status=none ||
+		fail "writing $name"
+	echo "$name $(flushes_now)" >>"$model/list"
+	synced=$((synced + 1))
+}
+
+churn() {
+	local k=$((RANDOM % 12)) f="$mnt/u/f$((RANDOM % 10))" g="$mnt/u/f$((RANDOM % 10))"
+	case $((RANDOM % 8)) in
+	0) piece $((RANDOM % 30000)) $((RANDOM * 7)) >"$f" ;;
+	1) piece $((RANDOM % 9000)) $((RANDOM)) >>"$f" ;;
+	2) [ -e "$f" ] && truncate -s $((RANDOM % 20000)) "$f" ;;
+	3) [ -e "$f" ] && mv "$f" "$g" ;;
+	4) rm -f "$f" ;;
+	5) mkdir -p "$mnt/u/d$k/e" ;;
+	6) rm -rf "$mnt/u/d$k" ;;
+	7) [ -e "$f" ] && ln -f "$f" "$mnt/u/l$k" ;;
+	esac
+	return 0
+}
+
+workload() {
+	mkdir "$mnt/d" "$mnt/u" || fail "mkdir"
+	: >"$model/list"
+	for _ in $(seq 40); do
+		for _ in $(seq $((RANDOM % 4))); do churn; done
+		sync_file
+	done
+}
+
+expect_status 0 "$MKFS" -q -F "$img" 16M
+cp "$img" "$base"
+start -o "writelog=$log"
+workload
+unmount
+
+# The flush count at each entry of the log.
+"$REPLAY" --list "$log" >"$T_DIR/list" || fail "miscfs-replay --list"
+entries=$(wc -l <"$T_DIR/list")
+mapfile -t after < <(awk '{ if ($2 == "flush") n++; print n + 0 }' "$T_DIR/list")
+nflush=${after[$((entries - 1))]}
+[ "$nflush" -ge 40 ] || fail "$nflush flushes for 40 fsyncs"
+
+# One state: the image after the first $1 entries (or at flush $2), cut
+# with mode $3 and seed $4; $5 the flushes it holds.
+check_state() {
+	local st=$T_DIR/state
+	if [ "$1" = flush ]; then
+		"$REPLAY" --flush "$2" "$base" "$log" "$st" || fail "replay --flush $2"
+	else
+		"$REPLAY" --entry "$2" --mode "$3" --seed "$4" "$base" "$log" "$st" ||
+			fail "replay --entry $2 --mode $3 --seed $4"
+	fi
+	img=$st
+	start
+	while read -r name at; do
+		[ "$at" -le "$5" ] || break
+		cmp -s "$model/$name" "$mnt/d/$name" ||
+			fail "state $*: $name is not as fsynced (its flush: $at)"
+	done <"$model/list"
+	unmount
+	"$FSCK" -fn "$st" >"$T_DIR/fsck.out" 2>&1 ||
+		{ cat "$T_DIR/fsck.out"; fail "state $*: fsck -fn exits $?"; }
+	count=$((count + 1))
+}
+
+modes=(drop keep random torn blocks)
+count=0
+for f in $(seq "$nflush"); do
+	check_state flush "$f" keep 0 "$f"
+	[ "$count" -ge "$states" ] && break
+done
+while [ "$count" -lt "$states" ]; do
+	n=$((RANDOM * 32768 + RANDOM))
+	n=$((n % entries + 1))
+	check_state entry "$n" "${modes[$((RANDOM % 5))]}" "$RANDOM" "${after[$((n - 1))]}"
+done
+echo "$count crash states ($nflush flushes, $entries log entries, $synced files fsynced)"
