@@ -4,7 +4,8 @@
  * is escaped, so it cannot pass for the next transaction once the log has
  * wrapped past it; and after a replay the next transaction ID is moved
  * past every ID still in the log, so a stale transaction cannot pass for
- * the next one.
+ * the next one.  A journal that covers only part of the device replays
+ * nothing into the rest.
  */
 #include <endian.h>
 
@@ -212,10 +213,42 @@ static void test_ids_after_replay(void)
 	printf("ok: after a replay, new transaction IDs pass the stale ones\n");
 }
 
+/*
+ * A journal covering only the blocks below 1000 (a filesystem's groups,
+ * its reserved regions above them): the transaction that logs block 1500
+ * ends the log, as a torn one does; the one before it is replayed, and
+ * neither it nor a later one reaches block 1500 or anything past it.
+ */
+static void test_home_end(void)
+{
+	struct tj t, t2;
+	struct jnl_recovery info;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	tj_open(&t);
+	commit_fill(&t, 10, 1, 1);
+	commit_fill(&t, 1500, 1, 2);
+	commit_fill(&t, 20, 1, 3);
+	tj_setup(&t2, BS, DEV, JSTART, JBLOCKS, false);
+	memcpy(bdev_mem_data(t2.bd), bdev_mem_data(t.bd), (size_t)DEV * BS);
+	tj_teardown(&t);
+	t_ok(jnl_recover_within(t2.bd, t2.map, t2.nblocks, 1000,
+				JNL_RECOVER_CHECK_ONLY, &info));
+	t_eq(info.transactions, 1);
+	t_assert(strstr(info.end, "names block 1500"), "log ended: %s", info.end);
+	t_ok(jnl_recover_within(t2.bd, t2.map, t2.nblocks, 1000, 0, &info));
+	t_assert(tj_holds(t2.bd, BS, 10, 1), "the first transaction replayed");
+	t_assert(!tj_holds(t2.bd, BS, 1500, 2), "block 1500 written by a replay");
+	t_assert(!tj_holds(t2.bd, BS, 20, 3), "a transaction after the bad one replayed");
+	tj_teardown(&t2);
+	printf("ok: recovery writes nothing past the blocks the journal covers\n");
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
 	test_escape_after_wrap();
 	test_ids_after_replay();
+	test_home_end();
 	return 0;
 }
