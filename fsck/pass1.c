@@ -283,8 +283,13 @@ static int p1_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int d
 		return fsck_fix(c, PR_BLOCK_BAD, &p) ? MAP_ZERO : MAP_SKIP;
 	claim(c, blk);
 	k->nblocks++;
-	if (depth)
+	if (depth) {
+		uint64_t *n[3] = { &c->res->ind_blocks, &c->res->dind_blocks,
+				   &c->res->tind_blocks };
+
+		(*n[depth - 1])++;
 		return MAP_KEEP;
+	}
 	if (k->last_pblk && blk != k->last_pblk + 1)
 		k->frag = true;
 	k->last_pblk = blk;

@@ -336,8 +336,7 @@ void cli_show_result(struct cli *c, const struct fsck_result *r)
 		return;
 	}
 	tell_recovery(c);
-	/* The record of a complete check in the superblock is no change. */
-	if (r->changed && (r->fixed || r->recovered))
+	if (r->changed)
 		fprintf(c->out, "\n%s: ***** FILE SYSTEM WAS MODIFIED *****\n", c->image);
 	if (show_stop(c, r))
 		return;
