@@ -341,7 +341,7 @@ static int pop_big(struct pop *p)
 
 static int pop_special(struct pop *p)
 {
-	char slow[120];
+	char slow[160];
 	int err;
 
 	memset(slow, 0, sizeof(slow));
