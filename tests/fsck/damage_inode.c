@@ -207,10 +207,14 @@ static int inode_csum(struct md_img *d)
 	return md_put_inode(d, e->ino, &in, false);
 }
 
+/*
+ * A file whose link count is 0 looks deleted: a checker that goes by the
+ * count (as e2fsck does) drops its entries, so it may be lost.
+ */
 static int links_set(struct md_img *d, md_filter_fn ok, int delta, bool zero)
 {
 	struct mfs_inode in;
-	const struct md_entry *e = take(d, ok, &in, false);
+	const struct md_entry *e = take(d, ok, &in, zero);
 
 	if (!e)
 		return -ENOENT;

@@ -213,7 +213,7 @@ static int journal_tag_outside(struct md_img *d)
 		return err;
 	tid = j.tid;
 	memset(data, 0xA5, sizeof(data));
-	md_say("journal: block %" PRIu64 " lies in a reserved region, beyond "
+	md_say("# journal: block %" PRIu64 " lies in a reserved region, beyond "
 	       "s_blocks_count %" PRIu64, home, le64toh(d->raw.sb.s_blocks_count));
 	err = jtx_block(d, &j, home, data);
 	if (!err) err = jtx_commit(d, &j, true);

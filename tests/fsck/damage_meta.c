@@ -124,7 +124,7 @@ static int bbitmap_used_clear(struct md_img *d)
 	if (!err && !pblk)
 		err = -ENOENT;
 	if (!err)
-		md_say("block %" PRIu64 ": data block 0 of inode %" PRIu32 " (%s)",
+		md_say("# block %" PRIu64 ": data block 0 of inode %" PRIu32 " (%s)",
 		       pblk, e->ino, e->path);
 	return err ? err : md_set_bit(d, MFS_CSUM_BBITMAP, pblk, false);
 }
@@ -162,7 +162,7 @@ static int ibitmap_used_clear(struct md_img *d)
 
 	if (!e)
 		return -ENOENT;
-	md_say("inode %" PRIu32 ": %s", e->ino, e->path);
+	md_say("# inode %" PRIu32 " is %s", e->ino, e->path);
 	return md_set_bit(d, MFS_CSUM_IBITMAP, e->ino, false);
 }
 

@@ -97,8 +97,19 @@ int md_add_links(struct md_img *d, uint32_t ino, int delta)
 	if (err)
 		return err;
 	in.i_links_count = htole16((uint16_t)(old + delta));
-	md_say("inode %" PRIu32 ": i_links_count %u -> %u", ino, old, old + delta);
+	md_say("inode %" PRIu32 " (%s): i_links_count %u -> %u", ino, md_path(d, ino),
+	       old, old + delta);
 	return md_put_inode(d, ino, &in, true);
+}
+
+const char *md_path(const struct md_img *d, uint32_t ino)
+{
+	if (ino == MFS_ROOT_INO)
+		return "/";
+	for (unsigned int i = 0; i < d->man.n; i++)
+		if (d->man.e[i].ino == ino)
+			return d->man.e[i].path;
+	return "?";
 }
 
 uint32_t md_ino(const struct md_img *d, const char *path)
@@ -295,8 +306,9 @@ int md_remove_entry(struct md_img *d, uint32_t dir, const char *name)
 	if (err)
 		return err;
 	de = (void *)((char *)d->blk + pos.off);
-	md_say("directory %" PRIu32 ": entry '%s' (inode %" PRIu32 ") removed from "
-	       "block %" PRIu64, dir, name, le32toh(de->inode), pos.pblk);
+	md_say("directory %" PRIu32 " (%s): entry '%s' (inode %" PRIu32 ") removed "
+	       "from block %" PRIu64, dir, md_path(d, dir), name, le32toh(de->inode),
+	       pos.pblk);
 	if (pos.prev == UINT32_MAX) {
 		de->inode = 0;
 	} else {
@@ -332,8 +344,9 @@ static int add_in_block(struct md_img *d, uint32_t dir, uint64_t pblk, void *arg
 			ne->name_len = (uint8_t)strlen(aa->name);
 			ne->file_type = aa->type;
 			memcpy(ne->name, aa->name, ne->name_len);
-			md_say("directory %" PRIu32 ": entry '%s' -> inode %" PRIu32
-			       " added in block %" PRIu64, dir, aa->name, aa->ino, pblk);
+			md_say("directory %" PRIu32 " (%s): entry '%s' -> inode %" PRIu32
+			       " added in block %" PRIu64, dir, md_path(d, dir), aa->name,
+			       aa->ino, pblk);
 			err = md_put_dirblock(d, dir, pblk);
 			return err ? err : 1;
 		}

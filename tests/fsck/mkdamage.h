@@ -64,7 +64,8 @@ static inline unsigned int md_pick(const struct md_img *d, unsigned int n)
 	return n ? (unsigned int)(d->seed % n) : 0;
 }
 
-/* Say one change on stdout, as "inode 14: i_links_count 1 -> 3". */
+/* Say one change on stdout, as "inode 14 (/a/x): i_links_count 1 -> 3";
+ * a line that only explains the next starts with "# ". */
 void md_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The damage may lose or alter @path's contents. */
 void md_lost(struct md_img *d, const char *path);
@@ -84,6 +85,8 @@ int md_put_inode(struct md_img *d, uint32_t ino, struct mfs_inode *in, bool csum
  * or inode @nr, keeping the descriptor's free count and checksums right. */
 int md_set_bit(struct md_img *d, unsigned kind, uint64_t nr, bool set);
 int md_test_bit(struct md_img *d, unsigned kind, uint64_t nr, bool *set);
+/* A path of inode @ino by the manifest ("/" for the root, "?" if none). */
+const char *md_path(const struct md_img *d, uint32_t ino);
 /* Inode number of @path, by the manifest. */
 uint32_t md_ino(const struct md_img *d, const char *path);
 
