@@ -111,7 +111,8 @@ static int dirent_file_type(struct md_img *d)
 	if (err)
 		return err;
 	md_say("directory %" PRIu32 " (%s): entry '%s' (inode %" PRIu32 ") file_type "
-	       "%u -> %u", dir, md_path(d, dir), name, e->ino, at(d, &pos)->file_type, MFS_FT_FIFO);
+	       "%u -> %u", dir, md_path(d, dir), name, e->ino, at(d, &pos)->file_type,
+	       MFS_FT_FIFO);
 	at(d, &pos)->file_type = MFS_FT_FIFO;
 	return md_put_dirblock(d, dir, pos.pblk);
 }
