@@ -53,6 +53,9 @@ static int cmd_kinds(void)
 	return 0;
 }
 
+static int img_close(struct md_img *d);
+
+/* Open @image for damage; on failure nothing is left open. */
 static int img_open(struct md_img *d, const char *image)
 {
 	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true,
@@ -63,9 +66,16 @@ static int img_open(struct md_img *d, const char *image)
 	if (err)
 		return err;
 	err = mfs_raw_open(d->bd, &d->raw);
-	if (err) {
+	if (!err && d->raw.sb_group) {
+		fprintf(stderr, "mkdamage: %s: the primary superblock is damaged "
+			"already\n", image);
+		mfs_raw_close(&d->raw);
+		err = -EINVAL;
+	} else if (err) {
 		fprintf(stderr, "mkdamage: %s: %s\n", image,
 			err == -EUCLEAN ? d->raw.why : strerror(-err));
+	}
+	if (err) {
 		bdev_close(d->bd);
 		return err;
 	}
@@ -78,6 +88,8 @@ static int img_open(struct md_img *d, const char *image)
 		err = errno ? -errno : -ENOMEM;
 	if (!err)
 		err = md_manifest_load(&d->man, image);
+	if (err)
+		img_close(d);
 	return err;
 }
 
@@ -110,9 +122,9 @@ static int cmd_damage(const char *image, const char *kind, uint64_t seed)
 	if (!err) {
 		fprintf(d.damaged, "# %s, seed %" PRIu64 "\n", kind, seed);
 		err = k->apply(&d);
+		err2 = img_close(&d);
+		err = err ? err : err2;
 	}
-	err2 = img_close(&d);
-	err = err ? err : err2;
 	if (err)
 		fprintf(stderr, "mkdamage: %s on %s: %s\n", kind, image, strerror(-err));
 	return err ? 1 : 0;
