@@ -196,6 +196,13 @@ expect_status 0 "$MKDAMAGE" damage "$img" journal-torn
 expect_status 0 "$MKDAMAGE" verify "$img"
 expect_in "$T_OUT" "the journal needs a replay"
 
+# A root that is no directory refuses the mount, and the refusal leaves
+# nothing behind (the sanitizer build's leak check fails the exit status).
+cp "$pristine" "$img"
+expect_status 0 "$MKDAMAGE" damage "$img" root-not-dir
+expect_status 2 "$MKDAMAGE" verify "$img"
+expect_in "$T_ERR" "the root inode is not a directory"
+
 # The 4 KiB variant populates and takes damage too.
 expect_status 0 "$MKDAMAGE" populate "$img" --block-size 4096 --seed 3
 expect_status 0 "$MKDAMAGE" check "$img"
