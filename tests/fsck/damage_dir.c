@@ -29,14 +29,44 @@ static uint32_t parent_of(struct md_img *d, const char *path, char *name, size_t
 	return dir[0] ? md_ino(d, dir) : MFS_ROOT_INO;
 }
 
-/* An entry of /many chosen by the seed, from its second block on. */
+/*
+ * The empty files named in d->blk, a block of /many, may be lost: a
+ * damaged block may cut their entries off, and fsck may free a
+ * zero-length inode it finds unattached rather than reconnect it (as
+ * e2fsck does).
+ */
+static void lost_empties(struct md_img *d)
+{
+	for (uint32_t off = 0; off < d->bs - MFS_DIR_TAIL_SIZE;) {
+		const struct mfs_dirent *de = (void *)((char *)d->blk + off);
+		const struct md_entry *e;
+		char path[300];
+
+		if (le16toh(de->rec_len) < MFS_DIRENT_LEN(0))
+			break;
+		off += le16toh(de->rec_len);
+		if (!de->inode)
+			continue;
+		snprintf(path, sizeof(path), "/many/%.*s", de->name_len, de->name);
+		e = md_manifest_find(&d->man, path);
+		if (e && e->type == 'f' && !e->size)
+			md_lost(d, path);
+	}
+}
+
+/* An entry of /many chosen by the seed, from its second block on; the
+ * empty files of its block may be lost. */
 static int many_entry(struct md_img *d, uint32_t *dir, struct md_dirent_pos *pos)
 {
 	char name[64];
+	int err;
 
 	*dir = md_ino(d, "/many");
 	snprintf(name, sizeof(name), "entry-%03u-with-a-longer-name", 30 + md_pick(d, 80));
-	return *dir ? md_find_entry(d, *dir, name, pos) : -ENOENT;
+	err = *dir ? md_find_entry(d, *dir, name, pos) : -ENOENT;
+	if (!err)
+		lost_empties(d);
+	return err;
 }
 
 static int dirent_rec_len(struct md_img *d)

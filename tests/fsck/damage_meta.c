@@ -11,12 +11,25 @@
 
 /* ---- superblock ---------------------------------------------------------- */
 
+/* Damage to the primary superblock is repairable only from a backup: the
+ * 4 KiB variant of 16 MiB has one group and none. */
+static int need_backup(struct md_img *d)
+{
+	if (le32toh(d->raw.sb.s_groups_count) > 1)
+		return 0;
+	fprintf(stderr, "mkdamage: one group, so no backup superblock: this "
+		"kind needs the 1 KiB variant\n");
+	return -EINVAL;
+}
+
 static int sb_inodes_per_group(struct md_img *d)
 {
 	struct mfs_super *sb = &d->raw.sb;
 	uint32_t old = le32toh(sb->s_inodes_per_group);
 	uint32_t new = old - d->bs / MFS_INODE_SIZE * (1 + md_pick(d, 4));
 
+	if (need_backup(d))
+		return -EINVAL;
 	sb->s_inodes_per_group = htole32(new);
 	md_say("superblock: s_inodes_per_group %" PRIu32 " -> %" PRIu32, old, new);
 	return md_put_sb(d, sb, true);
@@ -28,6 +41,8 @@ static int sb_free_blocks(struct md_img *d)
 	uint64_t old = le64toh(sb->s_free_blocks_count);
 	uint64_t new = le64toh(sb->s_blocks_count) + 1 + md_pick(d, 1000);
 
+	if (need_backup(d))
+		return -EINVAL;
 	sb->s_free_blocks_count = htole64(new);
 	md_say("superblock: s_free_blocks_count %" PRIu64 " -> %" PRIu64, old, new);
 	return md_put_sb(d, sb, true);
@@ -38,6 +53,8 @@ static int sb_csum(struct md_img *d)
 	struct mfs_super *sb = &d->raw.sb;
 	uint32_t old = le32toh(sb->s_checksum), new = old ^ (1u << md_pick(d, 32));
 
+	if (need_backup(d))
+		return -EINVAL;
 	sb->s_checksum = htole32(new);
 	md_say("superblock: s_checksum 0x%08" PRIx32 " -> 0x%08" PRIx32, old, new);
 	return md_put_sb(d, sb, false);
@@ -252,8 +269,8 @@ static int set_next_orphan(struct md_img *d, uint32_t ino, uint32_t next)
 
 	if (err)
 		return err;
-	md_say("inode %" PRIu32 ": i_next_orphan %" PRIu32 " -> %" PRIu32, ino,
-	       le32toh(in.i_next_orphan), next);
+	md_say("inode %" PRIu32 " (%s): i_next_orphan %" PRIu32 " -> %" PRIu32, ino,
+	       md_path(d, ino), le32toh(in.i_next_orphan), next);
 	in.i_next_orphan = htole32(next);
 	return md_put_inode(d, ino, &in, true);
 }

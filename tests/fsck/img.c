@@ -14,6 +14,80 @@
 
 #include "mkdamage.h"
 
+/* ---- opening ------------------------------------------------------------- */
+
+int md_img_open(struct md_img *d, const char *image, bool damaged)
+{
+	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true,
+				     .no_direct = true };
+	char name[4096];
+	int err = bdev_open(image, &bo, &d->bd);
+
+	if (err)
+		return err;
+	err = mfs_raw_open(d->bd, &d->raw);
+	if (!err && d->raw.sb_group) {
+		fprintf(stderr, "mkdamage: %s: the primary superblock is damaged "
+			"already\n", image);
+		mfs_raw_close(&d->raw);
+		err = -EINVAL;
+	} else if (err) {
+		fprintf(stderr, "mkdamage: %s: %s\n", image,
+			err == -EUCLEAN ? d->raw.why : strerror(-err));
+	}
+	if (err) {
+		bdev_close(d->bd);
+		return err;
+	}
+	d->bs = d->raw.bs;
+	d->fd = open(image, O_RDWR);
+	d->blk = bdev_alloc_buf(d->bs);
+	snprintf(name, sizeof(name), "%s.damaged", image);
+	d->damaged = damaged ? fopen(name, "w") : NULL;
+	if (d->fd < 0 || !d->blk || (damaged && !d->damaged))
+		err = errno ? -errno : -ENOMEM;
+	if (!err)
+		err = md_manifest_load(&d->man, image);
+	if (err)
+		md_img_close(d);
+	return err;
+}
+
+int md_img_close(struct md_img *d)
+{
+	int err = 0;
+
+	if (d->damaged && fclose(d->damaged))
+		err = -errno;
+	if (d->fd >= 0 && (fsync(d->fd) || close(d->fd)) && !err)
+		err = -errno;
+	bdev_free_buf(d->blk);
+	md_manifest_free(&d->man);
+	mfs_raw_close(&d->raw);
+	bdev_close(d->bd);
+	return err;
+}
+
+/* The block size, and whether the superblock asks for a replay. */
+int md_image_geometry(const char *image, uint32_t *bs, bool *recover)
+{
+	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true };
+	struct mfs_raw raw;
+	struct bdev *bd;
+	int err = bdev_open(image, &bo, &bd);
+
+	if (err)
+		return err;
+	err = mfs_raw_open(bd, &raw);
+	if (!err) {
+		*bs = raw.bs;
+		*recover = le32toh(raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_RECOVER;
+		mfs_raw_close(&raw);
+	}
+	bdev_close(bd);
+	return err;
+}
+
 void md_say(const char *fmt, ...)
 {
 	va_list ap;

@@ -5,12 +5,10 @@
  * touch came through the repair.  See tests/fsck/README.md.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "mkdamage.h"
 #include "t_fs.h"
@@ -30,7 +28,8 @@ static const char usage_text[] =
 "kinds     the kinds, one line each\n"
 "verify    every manifest file not in IMAGE.damaged is still there, whole\n"
 "          (mounted read-only; exit 1 naming the differences)\n"
-"check     the tests' own consistency check of an unmounted image\n";
+"check     the tests' own consistency check of an unmounted image, then\n"
+"          fsck -fn (tests/fs/t_fs.c, tf_check)\n";
 
 static const struct md_kind *const tables[] = {
 	md_kinds_meta, md_kinds_inode, md_kinds_dir, md_kinds_log,
@@ -53,61 +52,6 @@ static int cmd_kinds(void)
 	return 0;
 }
 
-static int img_close(struct md_img *d);
-
-/* Open @image for damage; on failure nothing is left open. */
-static int img_open(struct md_img *d, const char *image)
-{
-	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true,
-				     .no_direct = true };
-	char name[4096];
-	int err = bdev_open(image, &bo, &d->bd);
-
-	if (err)
-		return err;
-	err = mfs_raw_open(d->bd, &d->raw);
-	if (!err && d->raw.sb_group) {
-		fprintf(stderr, "mkdamage: %s: the primary superblock is damaged "
-			"already\n", image);
-		mfs_raw_close(&d->raw);
-		err = -EINVAL;
-	} else if (err) {
-		fprintf(stderr, "mkdamage: %s: %s\n", image,
-			err == -EUCLEAN ? d->raw.why : strerror(-err));
-	}
-	if (err) {
-		bdev_close(d->bd);
-		return err;
-	}
-	d->bs = d->raw.bs;
-	d->fd = open(image, O_RDWR);
-	d->blk = bdev_alloc_buf(d->bs);
-	snprintf(name, sizeof(name), "%s.damaged", image);
-	d->damaged = fopen(name, "w");
-	if (d->fd < 0 || !d->blk || !d->damaged)
-		err = errno ? -errno : -ENOMEM;
-	if (!err)
-		err = md_manifest_load(&d->man, image);
-	if (err)
-		img_close(d);
-	return err;
-}
-
-static int img_close(struct md_img *d)
-{
-	int err = 0;
-
-	if (d->damaged && fclose(d->damaged))
-		err = -errno;
-	if (d->fd >= 0 && (fsync(d->fd) || close(d->fd)) && !err)
-		err = -errno;
-	bdev_free_buf(d->blk);
-	md_manifest_free(&d->man);
-	mfs_raw_close(&d->raw);
-	bdev_close(d->bd);
-	return err;
-}
-
 static int cmd_damage(const char *image, const char *kind, uint64_t seed)
 {
 	const struct md_kind *k = find_kind(kind);
@@ -118,11 +62,11 @@ static int cmd_damage(const char *image, const char *kind, uint64_t seed)
 		fprintf(stderr, "mkdamage: no kind '%s'; see mkdamage kinds\n", kind);
 		return 2;
 	}
-	err = img_open(&d, image);
+	err = md_img_open(&d, image, true);
 	if (!err) {
 		fprintf(d.damaged, "# %s, seed %" PRIu64 "\n", kind, seed);
 		err = k->apply(&d);
-		err2 = img_close(&d);
+		err2 = md_img_close(&d);
 		err = err ? err : err2;
 	}
 	if (err)
@@ -130,12 +74,17 @@ static int cmd_damage(const char *image, const char *kind, uint64_t seed)
 	return err ? 1 : 0;
 }
 
+/* tf_check, which also runs fsck -fn: on a device of the image's block
+ * size, as the journal is read in its own blocks. */
 static int cmd_check(const char *image)
 {
-	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true };
+	struct bdev_open_opts bo = { .read_only = true };
 	struct bdev *bd;
-	int err = bdev_open(image, &bo, &bd);
+	bool recover;
+	int err = md_image_geometry(image, &bo.block_size, &recover);
 
+	if (!err)
+		err = bdev_open(image, &bo, &bd);
 	if (err) {
 		fprintf(stderr, "mkdamage: cannot open %s: %s\n", image, strerror(-err));
 		return 2;

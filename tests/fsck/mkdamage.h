@@ -58,6 +58,17 @@ struct md_img {
 	void *blk;                   /* one scratch block */
 };
 
+/*
+ * Open @image (and its manifest) for changes; with @damaged, start
+ * IMAGE.damaged.  The primary superblock must be good.  On failure
+ * nothing is left open.
+ */
+int md_img_open(struct md_img *d, const char *image, bool damaged);
+int md_img_close(struct md_img *d);
+/* The block size of @image, and whether its superblock asks for a
+ * journal replay. */
+int md_image_geometry(const char *image, uint32_t *bs, bool *recover);
+
 /* A number in [0, n) chosen by the seed (the default seed: 0). */
 static inline unsigned int md_pick(const struct md_img *d, unsigned int n)
 {

@@ -23,7 +23,8 @@ const struct mfs_cred md_root = { .uid = 0, .gid = 0, .umask = 022 };
 
 /* Image size and the two reserved regions. */
 #define POP_BYTES      (16ull << 20)
-#define POP_MANY       120      /* entries of /many: five 1 KiB blocks */
+#define POP_MANY       120
+#define POP_TIME       1700000000   /* every time stamp of the image */      /* entries of /many: five 1 KiB blocks */
 
 struct pop {
 	struct mfs_fs *fs;
@@ -390,7 +391,7 @@ static int make_fs(const char *image, uint64_t seed, uint32_t bs, struct bdev **
 {
 	struct bdev_open_opts bo = { .block_size = bs, .no_direct = true };
 	struct mfs_mkfs_opts o = { .block_size = bs, .zeroed = true,
-				   .now = 1700000000, .uuid_set = true,
+				   .now = POP_TIME, .uuid_set = true,
 				   .csum_seed = seed * 2654435761u + 12345,
 				   .nregions = 2 };
 	int fd = open(image, O_RDWR | O_CREAT | O_TRUNC, 0644), err;
@@ -424,6 +425,76 @@ static int fill_fs(struct pop *p, struct md_manifest *m)
 	return err;
 }
 
+/* ---- the same bytes for the same seed ------------------------------------ */
+
+static int normalize_inode(struct md_img *d, uint32_t ino)
+{
+	struct mfs_inode in;
+	int err = md_get_inode(d, ino, &in);
+
+	if (err || !in.i_mode)
+		return err;
+	in.i_atime = in.i_mtime = in.i_ctime = in.i_crtime = htole64(POP_TIME);
+	in.i_atime_nsec = in.i_mtime_nsec = in.i_ctime_nsec = in.i_crtime_nsec = 0;
+	in.i_generation = htole32((uint32_t)((ino * 2654435761u) ^ d->seed));
+	return md_put_inode(d, ino, &in, true);
+}
+
+static int normalize_inodes(struct md_img *d)
+{
+	uint32_t ninodes = le32toh(d->raw.sb.s_inodes_count);
+	int err = 0;
+
+	for (uint32_t ino = 1; !err && ino <= ninodes; ino++) {
+		bool used;
+
+		err = md_test_bit(d, MFS_CSUM_IBITMAP, ino, &used);
+		if (!err && used)
+			err = normalize_inode(d, ino);
+	}
+	return err;
+}
+
+/* The log is empty after the clean unmount: its old blocks go too. */
+static int zero_log(struct md_img *d)
+{
+	struct mfs_inode jin;
+	uint32_t n = le32toh(d->raw.sb.s_journal_blocks);
+	int err = md_get_inode(d, MFS_JOURNAL_INO, &jin);
+
+	memset(d->blk, 0, d->bs);
+	for (uint32_t i = 1; !err && i < n; i++) {
+		uint64_t pblk;
+
+		err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &jin, i, &pblk);
+		if (!err && pblk)
+			err = md_write_block(d, pblk, d->blk);
+	}
+	return err;
+}
+
+/*
+ * Times, generations and the log's leftovers are all that a second
+ * populate with the same seed would make differently: fixed here, so
+ * fsck's messages (checksums included) are the same on every run.
+ */
+static int normalize(const char *image, uint64_t seed)
+{
+	struct md_img d = { .fd = -1, .seed = seed };
+	int err = md_img_open(&d, image, false), err2;
+
+	if (err)
+		return err;
+	err = normalize_inodes(&d);
+	if (!err)
+		err = zero_log(&d);
+	d.raw.sb.s_mtime = d.raw.sb.s_wtime = htole64(POP_TIME);
+	if (!err)
+		err = md_put_sb(&d, &d.raw.sb, true);
+	err2 = md_img_close(&d);
+	return err ? err : err2;
+}
+
 int md_populate(const char *image, uint64_t seed, uint32_t bs)
 {
 	struct mfs_mount_opts mo = { .no_flusher = true };
@@ -445,6 +516,8 @@ int md_populate(const char *image, uint64_t seed, uint32_t bs)
 	bdev_close(bd);
 	if (!err)
 		err = md_manifest_save(&m, image);
+	if (!err)
+		err = normalize(image, seed);
 	if (err)
 		fprintf(stderr, "mkdamage: populating %s: %s\n", image, strerror(-err));
 	else

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mkdamage: every kind of damage is real (miscfs-debug or the tests' own
 # image check sees the changed field or the failed checksum), the same seed
-# makes the same image, and verify passes on a whole image and names a
-# file whose data changed.
+# makes the same image, populated or damaged, and verify passes on a
+# whole image and names a file whose data changed.
 source "$(dirname "$0")/../lib.sh"
 : "${MKDAMAGE:?MKDAMAGE must name mkdamage}"
 
@@ -12,6 +12,12 @@ bs=1024
 
 expect_status 0 "$MKDAMAGE" populate "$pristine"
 expect_status 0 "$MKDAMAGE" check "$pristine"
+# The same seed makes the same bytes (times included), another seed others.
+expect_status 0 "$MKDAMAGE" populate "$img"
+cmp "$pristine" "$img" || fail "populate is not deterministic"
+expect_status 0 "$MKDAMAGE" populate "$img" --seed 1
+cmp -s "$pristine" "$img" && fail "the seed changes nothing"
+cmp -s "$pristine.manifest" "$img.manifest" && fail "the seed changes no contents"
 expect_status 0 "$MKDAMAGE" verify "$pristine"
 expect_in "$T_OUT" "0 differ"
 
@@ -138,7 +144,8 @@ check_kind() {
 	lost-found-missing)
 		ls_lacks / lost+found; dbg inode 11; has mode 0000
 		[ "$(group_field 0 'free inodes')" = $((ifree0 + 1)) ] || fail "free inodes"
-		expect_status 0 "$MKDAMAGE" check "$img";;
+		# The rest is consistent: only fsck, at the end of check, objects.
+		check_fails "lost+found is missing";;
 	journal-torn|journal-tag-outside)
 		dbg super; has recovery "needs recovery (the log is not empty, RECOVER flag set)"
 		dbg journal; has "journal start" 1;;
@@ -208,6 +215,13 @@ expect_status 0 "$MKDAMAGE" populate "$img" --block-size 4096 --seed 3
 expect_status 0 "$MKDAMAGE" check "$img"
 expect_status 0 "$DEBUGFS" "$img" super
 has "block size" 4096
+cp "$img" "$T_DIR/four"
+cp "$img" "$T_DIR/four.orig"
+cp "$img.manifest" "$T_DIR/four.manifest"
 expect_status 0 "$MKDAMAGE" damage "$img" ind-out-of-range
 dbg_fails verify "indirect block"
+# It has one group: no backup superblock to repair the primary from.
+expect_status 1 "$MKDAMAGE" damage "$T_DIR/four" sb-csum
+expect_in "$T_ERR" "no backup superblock"
+cmp "$T_DIR/four" "$T_DIR/four.orig" || fail "sb-csum changed the image"
 echo ok

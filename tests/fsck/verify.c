@@ -156,33 +156,13 @@ static int load_damaged(struct vfy *v, const char *image)
 	return 0;
 }
 
-/* The block size, and whether the superblock asks for a replay. */
-static int image_geometry(const char *image, uint32_t *bs, bool *recover)
-{
-	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true };
-	struct mfs_raw raw;
-	struct bdev *bd;
-	int err = bdev_open(image, &bo, &bd);
-
-	if (err)
-		return err;
-	err = mfs_raw_open(bd, &raw);
-	if (!err) {
-		*bs = raw.bs;
-		*recover = le32toh(raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_RECOVER;
-		mfs_raw_close(&raw);
-	}
-	bdev_close(bd);
-	return err;
-}
-
 /* Read-only; if the journal needs a replay, read-write on a memory copy. */
 static int mount_image(struct vfy *v, const char *image, struct bdev **bd)
 {
 	struct mfs_mount_opts mo = { .read_only = true, .no_flusher = true };
 	struct bdev_open_opts bo = { .read_only = true, .no_direct = true };
 	bool recover = false;
-	int err = image_geometry(image, &bo.block_size, &recover);
+	int err = md_image_geometry(image, &bo.block_size, &recover);
 
 	if (!err && !recover) {
 		err = bdev_open(image, &bo, bd);
