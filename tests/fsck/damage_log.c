@@ -20,7 +20,6 @@ struct jlog {
 	uint32_t tid;
 	uint32_t sums[8];            /* the transaction's block checksums */
 	unsigned int nsums;
-	uint8_t *blk;
 };
 
 static int jblock(struct md_img *d, struct jlog *j, uint32_t pos, uint64_t *pblk)
@@ -56,7 +55,6 @@ static int jopen(struct md_img *d, struct jlog *j)
 	j->seed = le64toh(j->sb.s_csum_seed);
 	j->pos = le32toh(j->sb.s_first);
 	j->tid = le32toh(j->sb.s_sequence);
-	j->blk = d->blk;
 	return 0;
 }
 
