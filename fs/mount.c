@@ -600,6 +600,10 @@ int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
 		err = mfs_regions_load(fs);
 	if (err) {
 		mfs_jdata_stop(fs);
+		/* The checks above read inodes (the root, orphans): they go
+		 * as on unmount, before the journal they may write through. */
+		if (fs->ihash)
+			mfs_icache_sync(fs);
 		if (fs->j)
 			jnl_close(fs->j);
 		fs_free(fs);
