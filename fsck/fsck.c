@@ -11,6 +11,7 @@ int fsck_open(const char *path, bool read_only, struct bdev **out)
 {
 	struct bdev_open_opts o = { .block_size = 1024, .read_only = read_only };
 	struct mfs_super sb;
+	enum mlog_level level;
 	uint32_t copy;
 	struct bdev *bd;
 	int err = bdev_open(path, &o, &bd);
@@ -19,7 +20,12 @@ int fsck_open(const char *path, bool read_only, struct bdev **out)
 		mlog_err("cannot open %s: %s", path, strerror(-err));
 		return err;
 	}
+	/* Only the block size is wanted here: what is wrong with the
+	 * superblock is said once, when fsck_run reads it again. */
+	level = mlog_get_level();
+	mlog_set_level(MLOG_ERR);
 	err = mfs_sb_load(bd, &sb, &copy);
+	mlog_set_level(level);
 	bdev_close(bd);
 	if (err)
 		return err;
@@ -43,16 +49,37 @@ static void set_geometry(struct fsck_ctx *c)
 	c->nblocks = le64toh(c->sb.s_blocks_count);
 }
 
+static bool gdt_sound(const struct fsck_ctx *c)
+{
+	for (uint32_t g = 0; g < c->ngroups; g++)
+		if (le32toh(c->gdt[g].bg_checksum) != mfs_gdesc_csum(&c->sb, g, &c->gdt[g]))
+			return false;
+	return true;
+}
+
+/*
+ * The descriptors of the superblock's copy.  With a backup superblock the
+ * primary table is still tried first: a damaged primary superblock says
+ * nothing of the table after it, which is current, while a backup's copy
+ * holds the counts of the last time the backups were written.
+ */
 static int read_gdt(struct fsck_ctx *c)
 {
 	uint32_t n = le16toh(c->sb.s_gdt_blocks);
 	uint64_t start = mfs_group_first_block(&c->sb, c->sb_group) + 1;
+	size_t len = (size_t)n * c->bs;
+	int err;
 
 	bdev_free_buf(c->gdt);
-	c->gdt = bdev_alloc_buf((size_t)n * c->bs);
+	c->gdt = bdev_alloc_buf(len);
 	if (!c->gdt)
 		return -ENOMEM;
-	return bdev_read(c->bd, start * c->bs, c->gdt, (size_t)n * c->bs);
+	if (c->sb_group) {
+		err = bdev_read(c->bd, (uint64_t)(c->fdb + 1) * c->bs, c->gdt, len);
+		if (err || gdt_sound(c))
+			return err;
+	}
+	return bdev_read(c->bd, start * c->bs, c->gdt, len);
 }
 
 int fsck_load_super(struct fsck_ctx *c)
@@ -141,13 +168,17 @@ static int write_super(struct fsck_ctx *c, bool backups)
 
 /* ---- pass 0 ------------------------------------------------------------------ */
 
-static bool sb_fields_differ(const struct mfs_super *a, const struct mfs_super *b,
+static bool sb_fields_differ(const struct mfs_super *pa, const struct mfs_super *pb,
 			     const char **what)
 {
 	/* The geometry and identity: what a reader of a backup relies on. */
 	size_t ends[] = { offsetof(struct mfs_super, s_free_blocks_count),
 			  offsetof(struct mfs_super, s_state) };
+	struct mfs_super ca = *pa, cb = *pb, *a = &ca, *b = &cb;
 
+	/* Whether the journal needs a replay is the primary's alone. */
+	a->s_feature_incompat &= htole32(~MFS_FEATURE_INCOMPAT_RECOVER);
+	b->s_feature_incompat &= htole32(~MFS_FEATURE_INCOMPAT_RECOVER);
 	*what = "differs from the primary";
 	if (memcmp(a, b, ends[0]) || a->s_inodes_count != b->s_inodes_count ||
 	    memcmp(&a->s_first_data_block, &b->s_first_data_block,
@@ -411,7 +442,8 @@ static int check(struct fsck_ctx *c)
 		c->backups_dirty = true;
 	}
 	fill_counts(c);
-	c->was_valid = le16toh(c->sb.s_state) & MFS_STATE_VALID;
+	/* A backup's counts are those of the last time backups were written. */
+	c->was_valid = (le16toh(c->sb.s_state) & MFS_STATE_VALID) && !c->sb_group;
 	if (!c->o->force && !c->sb_group && is_clean(c)) {
 		c->res->skipped_clean = true;
 		return 0;

@@ -125,6 +125,30 @@ static bool entry_sound(const struct fsck_ctx *c, const struct mfs_dirent *de, u
 	       !memchr(de->name, '/', de->name_len) && !memchr(de->name, 0, de->name_len);
 }
 
+static bool rec_len_sound(uint32_t off, uint32_t r, uint32_t end)
+{
+	return r >= MFS_DIRENT_LEN(0) && r % 4 == 0 && off + r <= end;
+}
+
+/*
+ * A bad rec_len under a sound name: the record most likely ended where
+ * its name does, if a sound record starts there (e2fsck's salvage does
+ * the same); 0 if not.
+ */
+static uint32_t resync(const struct fsck_ctx *c, const uint8_t *blk, uint32_t off,
+		       uint32_t end)
+{
+	const struct mfs_dirent *de = (const void *)(blk + off);
+	uint32_t r = MFS_DIRENT_LEN(de->name_len), next;
+
+	if (!de->inode || !de->name_len || off + r >= end)
+		return 0;
+	next = le16toh(((const struct mfs_dirent *)(blk + off + r))->rec_len);
+	if (!rec_len_sound(off + r, next, end) || !entry_sound(c, de, r))
+		return 0;
+	return r;
+}
+
 /* Keep the records that can be trusted; blank the entries that cannot. */
 static void salvage(struct fsck_ctx *c, uint8_t *blk)
 {
@@ -134,7 +158,9 @@ static void salvage(struct fsck_ctx *c, uint8_t *blk)
 		struct mfs_dirent *de = (void *)(blk + off);
 		uint32_t r = le16toh(de->rec_len);
 
-		if (r < MFS_DIRENT_LEN(0) || r % 4 || off + r > end) {
+		if (!rec_len_sound(off, r, end) && (r = resync(c, blk, off, end)))
+			de->rec_len = htole16((uint16_t)r);
+		if (!rec_len_sound(off, r, end)) {
 			if (prev < end) {
 				((struct mfs_dirent *)(blk + prev))->rec_len =
 					htole16((uint16_t)(end - prev));
@@ -231,7 +257,11 @@ static void check_dots(struct dblk *b, uint32_t *next)
 	b->dirty = true;
 }
 
-/* 1 when the entry is to be cleared. */
+/*
+ * 1 when the entry is to be cleared.  One whose problem is left (-n) is
+ * counted as the entry it is, so that one problem does not bring others
+ * about in later passes.
+ */
 static int check_entry(struct dblk *b, struct mfs_dirent *de)
 {
 	struct fsck_ctx *c = b->c;
@@ -250,8 +280,8 @@ static int check_entry(struct dblk *b, struct mfs_dirent *de)
 	dup = names_add(b->names, de->name, de->name_len);
 	if (dup < 0)
 		return dup;
-	if (dup)
-		return fsck_fix(c, PR_DUP_NAME, &p);
+	if (dup && fsck_fix(c, PR_DUP_NAME, &p))
+		return 1;
 	if (de->file_type != istate_type(c, child)) {
 		p.num = de->file_type;
 		p.num2 = istate_type(c, child);
@@ -261,11 +291,10 @@ static int check_entry(struct dblk *b, struct mfs_dirent *de)
 		}
 	}
 	d = istate_type(c, child) == MFS_FT_DIR ? fsck_dir_find(c, child) : NULL;
-	if (d && d->parent) {
-		p.ino2 = d->parent;
-		return fsck_fix(c, PR_DIR_LINK, &p);
-	}
-	if (d)
+	p.ino2 = d ? d->parent : 0;
+	if (d && d->parent && fsck_fix(c, PR_DIR_LINK, &p))
+		return 1;
+	if (d && !d->parent)
 		d->parent = dir;
 	if (dir == MFS_ROOT_INO && is_name(de, "lost+found")) {
 		if (d)

@@ -33,10 +33,10 @@ trap 'stop; t_cleanup' EXIT
 start() {
 	"$MISCFS" "$img" "$mnt" -f "$@" 2>"$T_DIR/daemon.err" &
 	daemon=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 500); do
 		mounted && return 0
 		daemon_gone && { cat "$T_DIR/daemon.err"; fail "the daemon exited"; }
-		sleep 0.1
+		sleep 0.02
 	done
 	fail "not mounted after 10 s"
 }

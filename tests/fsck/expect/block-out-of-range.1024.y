@@ -1,0 +1,11 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+inode 2039 maps logical block 0 to block 16380, outside the filesystem.  Clear? yes
+inode 2039: i_blocks is 4, should be 2.  Fix? yes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4072 files (2.6% non-contiguous), 2481/16280 blocks

@@ -1,0 +1,12 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+'..' in directory 17 names inode 30, its parent is 15.  Fix? yes
+Pass 4: Checking reference counts
+inode 15: link count is 4, should be 3.  Fix? yes
+inode 30: link count is 1, should be 2.  Fix? yes
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4080 files (2.6% non-contiguous), 2470/4070 blocks

@@ -1,0 +1,11 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+directory 2167 is in a loop of directories.  Connect to /lost+found? yes
+'..' in directory 2167 names inode 2168, its parent is 11.  Fix? yes
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks

@@ -1,0 +1,11 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+directory 151 is in a loop of directories.  Connect to /lost+found? yes
+'..' in directory 151 names inode 152, its parent is 11.  Fix? yes
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4080 files (2.6% non-contiguous), 2470/4070 blocks

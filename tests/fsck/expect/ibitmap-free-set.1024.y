@@ -1,0 +1,12 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+inode bitmap of group 1 differs: -4072.  Fix? yes
+group 1: 1902 free inodes recorded, 1903 counted.  Fix? yes
+superblock: 3918 free inodes recorded, 3919 counted.  Fix? yes
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks

@@ -1,0 +1,10 @@
+the journal superblock is damaged: journal superblock: checksum mismatch (stored 0xc1a71511, computed 0xc1a71551).  Make an empty journal? yes
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks

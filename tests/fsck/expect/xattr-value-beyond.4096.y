@@ -1,0 +1,14 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+inode 29: xattr block 2362 xattr block 2362: entry at byte 0 runs past the end.  Clear? yes
+inode 29: i_blocks is 16, should be 8.  Fix? yes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+block bitmap of group 0 differs: -2362.  Fix? yes
+group 0: 1600 free blocks recorded, 1601 counted.  Fix? yes
+superblock: 1600 free blocks recorded, 1601 counted.  Fix? yes
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4080 files (2.6% non-contiguous), 2469/4070 blocks
