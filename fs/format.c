@@ -76,6 +76,16 @@ bool mfs_block_csum_ok(const struct mfs_super *sb, unsigned kind,
 	       mfs_block_csum(sb, kind, id, block);
 }
 
+bool mfs_inode_never_used(const struct mfs_inode *in)
+{
+	const uint8_t *b = (const void *)in;
+
+	for (size_t i = 0; i < sizeof(*in); i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
 /* Groups 0 and 1 and the powers of 3, 5 and 7 keep a superblock copy. */
 static bool is_power_of(uint32_t n, uint32_t base)
 {

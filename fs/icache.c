@@ -87,22 +87,12 @@ static int inode_place(struct mfs_fs *fs, uint32_t ino, uint64_t *blk, uint32_t 
 	return 0;
 }
 
-static bool all_zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 static int inode_check(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *in,
 		       uint64_t blk)
 {
 	char why[256];
 
-	if (all_zero(in, sizeof(*in)))
+	if (mfs_inode_never_used(in))
 		return mfs_error(fs, "inode %" PRIu32 " (block %" PRIu64 ") is named "
 				 "but was never used", ino, blk);
 	if (le32toh(in->i_checksum) != mfs_inode_csum(&fs->sb, ino, in))

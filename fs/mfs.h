@@ -84,6 +84,11 @@ uint64_t mfs_max_file_size(uint32_t block_size);
 /* Largest file in blocks: the logical blocks a block map can reach. */
 uint64_t mfs_max_file_blocks(uint32_t block_size);
 
+/* An all-zero slot: an inode never used, which needs no checksum. */
+bool mfs_inode_never_used(const struct mfs_inode *in);
+/* The directory entry's file type (MFS_FT_*) of a mode; 0 for none. */
+uint8_t mfs_mode_to_ft(uint16_t mode);
+
 /* A symbolic link whose target is in i_block, which is then no block map. */
 bool mfs_inode_is_fast_symlink(const struct mfs_inode *in);
 /*

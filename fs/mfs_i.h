@@ -404,7 +404,6 @@ int mfs_dir_is_empty(struct mfs_node *dir);
 int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
 		    mfs_filldir_t fill, void *ctx);
 void mfs_dirhash_free(struct mfs_node *dir);
-uint8_t mfs_mode_to_ft(uint16_t mode);
 
 /* dirhash.c: the index of a big directory, with dir->dh_lock held */
 struct mfs_dh_place {

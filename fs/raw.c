@@ -100,16 +100,6 @@ int mfs_raw_gdesc(struct mfs_raw *raw, uint32_t group,
 	return check_gdesc(raw, group, *gd);
 }
 
-static bool all_zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 int mfs_raw_inode(struct mfs_raw *raw, uint32_t ino, struct mfs_inode *in)
 {
 	uint32_t ipg = le32toh(raw->sb.s_inodes_per_group), off;
@@ -132,7 +122,7 @@ int mfs_raw_inode(struct mfs_raw *raw, uint32_t ino, struct mfs_inode *in)
 	if (!err)
 		memcpy(in, (char *)buf + off, sizeof(*in));
 	bdev_free_buf(buf);
-	if (err || all_zero(in, sizeof(*in)))
+	if (err || mfs_inode_never_used(in))
 		return err;
 	if (le32toh(in->i_checksum) != mfs_inode_csum(&raw->sb, ino, in))
 		return corrupt(raw, "inode %" PRIu32 " (block %" PRIu64 "): checksum "

@@ -183,8 +183,6 @@ static inline bool inode_in_use(const struct fsck_ctx *c, uint32_t ino)
 	return ino && ino <= c->ninodes && istate_type(c, ino);
 }
 
-/* The entry file type of a mode, 0 for none. */
-unsigned fsck_mode_type(uint16_t mode);
 /* The slot holds an inode in use: a mode and no deletion time. */
 bool fsck_slot_in_use(const struct mfs_inode *in);
 

@@ -128,20 +128,6 @@ bool fsck_block_ok(const struct fsck_ctx *c, uint64_t blk)
 	return blk >= c->fdb && blk < c->nblocks && !fsck_is_group_meta(c, blk);
 }
 
-unsigned fsck_mode_type(uint16_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return MFS_FT_REG_FILE;
-	case S_IFDIR: return MFS_FT_DIR;
-	case S_IFCHR: return MFS_FT_CHRDEV;
-	case S_IFBLK: return MFS_FT_BLKDEV;
-	case S_IFIFO: return MFS_FT_FIFO;
-	case S_IFSOCK: return MFS_FT_SOCK;
-	case S_IFLNK: return MFS_FT_SYMLINK;
-	default: return MFS_FT_UNKNOWN;
-	}
-}
-
 bool fsck_slot_in_use(const struct mfs_inode *in)
 {
 	return in->i_mode && !in->i_dtime;

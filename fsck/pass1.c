@@ -94,16 +94,6 @@ struct inode_check {
 	bool frag;
 };
 
-static bool all_zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
 /* Free the inode's slot (its blocks were not claimed yet); 1 or -errno. */
 static int clear_inode(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in)
 {
@@ -389,7 +379,7 @@ static void tally(struct fsck_ctx *c, struct inode_check *k)
 static int check_used(struct fsck_ctx *c, struct inode_check *k)
 {
 	uint16_t mode = le16toh(k->in->i_mode);
-	unsigned type = fsck_mode_type(mode);
+	unsigned type = mfs_mode_to_ft(mode);
 	int err;
 
 	c->istate[k->ino - 1] = (uint8_t)((c->istate[k->ino - 1] & ~IS_TYPE_MASK) | type);
@@ -445,7 +435,7 @@ static int check_inode(struct fsck_ctx *c, uint32_t ino, const void *slot)
 	    (le32toh(c->sb.s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL) &&
 	    check_journal_inode(c, &in))
 		return 0;
-	if (all_zero(&in, sizeof(in)) || !fsck_slot_in_use(&in))
+	if (mfs_inode_never_used(&in) || !fsck_slot_in_use(&in))
 		return 0;
 	r = check_basics(c, &k);
 	if (r)
