@@ -249,11 +249,19 @@ void fsck_dirblock_init(struct fsck_ctx *c, void *blk, uint32_t ino, uint32_t pa
 	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, ino, blk);
 }
 
-/* Put the entry in a record with room to spare; true when it fit. */
-static bool insert_in_block(struct fsck_ctx *c, void *blk, const char *name,
-			    uint32_t child, unsigned type)
+/* What is done to one directory block; true when it was done there. */
+struct edit {
+	bool (*fn)(struct fsck_ctx *c, void *blk, const struct edit *e);
+	const char *name;            /* the entry to add, */
+	unsigned type;
+	uint32_t child;              /* and the inode it names (add, remove) */
+	bool done;
+};
+
+/* Put the entry in a record with room to spare. */
+static bool insert_in_block(struct fsck_ctx *c, void *blk, const struct edit *e)
 {
-	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE, need = MFS_DIRENT_LEN(strlen(name));
+	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE, len = (uint32_t)strlen(e->name);
 
 	for (uint32_t off = 0; off < end; ) {
 		struct mfs_dirent *de = dirent_at(blk, off);
@@ -262,12 +270,12 @@ static bool insert_in_block(struct fsck_ctx *c, void *blk, const char *name,
 
 		if (rec < MFS_DIRENT_LEN(0) || off + rec > end)
 			return false;
-		if (rec - used >= need) {
+		if (rec - used >= MFS_DIRENT_LEN(len)) {
 			if (used) {
 				de->rec_len = htole16((uint16_t)used);
 				de = dirent_at(blk, off + used);
 			}
-			set_dirent(de, child, (uint16_t)(rec - used), name, strlen(name), type);
+			set_dirent(de, e->child, (uint16_t)(rec - used), e->name, len, e->type);
 			return true;
 		}
 		off += rec;
@@ -275,93 +283,8 @@ static bool insert_in_block(struct fsck_ctx *c, void *blk, const char *name,
 	return false;
 }
 
-struct add {
-	const char *name;
-	uint32_t child;
-	unsigned type;
-	bool done;
-	int err;
-};
-
-static int add_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
-		     uint32_t *ptr)
-{
-	struct add *a = w->arg;
-	struct fsck_ctx *c = w->c;
-	uint64_t blk = le32toh(*ptr);
-	int err;
-
-	(void)span;
-	if (a->done || !fsck_block_ok(c, blk))
-		return MAP_SKIP;
-	if (depth || lblk >= le64toh(w->in->i_size) / c->bs)
-		return MAP_KEEP;
-	err = fsck_read(c, blk, c->buf2);
-	if (err || mfs_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
-		return err;
-	if (!insert_in_block(c, c->buf2, a->name, a->child, a->type))
-		return MAP_KEEP;
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
-	a->done = true;
-	return fsck_write(c, blk, c->buf2);
-}
-
-static int skip_bad(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
-{
-	(void)w;
-	(void)lblk;
-	(void)depth;
-	(void)ptr;
-	return MAP_SKIP;
-}
-
-/* A new last block holding only the entry. */
-static int dir_grow(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in, struct add *a)
-{
-	uint64_t lblk = le64toh(in->i_size) / c->bs, blk, added = 1;
-	int err = fsck_alloc_block(c, le32toh(in->i_block[0]), &blk);
-
-	if (err)
-		return err;
-	fsck_dirblock_init(c, c->buf2, dir, 0);
-	insert_in_block(c, c->buf2, a->name, a->child, a->type);
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, dir, c->buf2);
-	err = fsck_write(c, blk, c->buf2);
-	if (!err)
-		err = fsck_bmap_set(c, dir, in, lblk, blk, &added);
-	if (err)
-		return err;
-	in->i_size = htole64((lblk + 1) * c->bs);
-	in->i_blocks = htole64(le64toh(in->i_blocks) + added * (c->bs / 512));
-	return fsck_dblist_add(c, dir, lblk, blk);
-}
-
-int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name, uint32_t child,
-		 unsigned type)
-{
-	struct mfs_inode in;
-	struct add a = { .name = name, .child = child, .type = type };
-	struct fsck_map_walk w = { .c = c, .ino = dir, .in = &in, .visit = add_visit,
-				   .bad_indirect = skip_bad, .arg = &a };
-	int err = fsck_read_inode(c, dir, &in);
-
-	if (!err)
-		err = fsck_map_walk(&w);
-	if (!err && !a.done) {
-		err = dir_grow(c, dir, &in, &a);
-		if (!err)
-			err = fsck_write_inode(c, dir, &in);
-	}
-	return err;
-}
-
-struct rm {
-	uint32_t child;
-	bool done;
-};
-
-/* Take the record naming @r->child out of block @blk; true if found. */
-static bool remove_in_block(struct fsck_ctx *c, void *blk, uint32_t child)
+/* Take out the record naming e->child (never "." or ".."). */
+static bool remove_in_block(struct fsck_ctx *c, void *blk, const struct edit *e)
 {
 	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE, prev = end;
 
@@ -370,7 +293,7 @@ static bool remove_in_block(struct fsck_ctx *c, void *blk, uint32_t child)
 		bool dots = (de->name_len == 1 && de->name[0] == '.') ||
 			    (de->name_len == 2 && !memcmp(de->name, "..", 2));
 
-		if (le32toh(de->inode) == child && !dots) {
+		if (le32toh(de->inode) == e->child && !dots) {
 			if (prev < end)
 				dirent_at(blk, prev)->rec_len = htole16((uint16_t)
 					(le16toh(dirent_at(blk, prev)->rec_len) +
@@ -385,41 +308,93 @@ static bool remove_in_block(struct fsck_ctx *c, void *blk, uint32_t child)
 	return false;
 }
 
-static int rm_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
-		    uint32_t *ptr)
+/* Each sound block of the directory in turn, until the edit is done. */
+static int edit_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
+		      uint32_t *ptr)
 {
-	struct rm *r = w->arg;
+	struct edit *e = w->arg;
 	struct fsck_ctx *c = w->c;
 	uint64_t blk = le32toh(*ptr);
 	int err;
 
-	(void)lblk;
 	(void)span;
-	if (r->done || !fsck_block_ok(c, blk))
+	if (e->done || !fsck_block_ok(c, blk))
 		return MAP_SKIP;
-	if (depth)
+	if (depth || lblk >= le64toh(w->in->i_size) / c->bs)
 		return MAP_KEEP;
 	err = fsck_read(c, blk, c->buf2);
 	if (err || mfs_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
 		return err;
-	if (!remove_in_block(c, c->buf2, r->child))
+	if (!e->fn(c, c->buf2, e))
 		return MAP_KEEP;
 	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
-	r->done = true;
+	e->done = true;
 	return fsck_write(c, blk, c->buf2);
+}
+
+static int skip_bad(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
+{
+	(void)w;
+	(void)lblk;
+	(void)depth;
+	(void)ptr;
+	return MAP_SKIP;
+}
+
+static int dir_edit(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in,
+		    struct edit *e)
+{
+	struct fsck_map_walk w = { .c = c, .ino = dir, .in = in, .visit = edit_visit,
+				   .bad_indirect = skip_bad, .arg = e };
+	int err = fsck_read_inode(c, dir, in);
+
+	return err ? err : fsck_map_walk(&w);
+}
+
+/* A new last block holding only the entry. */
+static int dir_grow(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in,
+		    const struct edit *e)
+{
+	uint64_t lblk = le64toh(in->i_size) / c->bs, blk, added = 1;
+	int err = fsck_alloc_block(c, le32toh(in->i_block[0]), &blk);
+
+	if (err)
+		return err;
+	fsck_dirblock_init(c, c->buf2, dir, 0);
+	insert_in_block(c, c->buf2, e);
+	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, dir, c->buf2);
+	err = fsck_write(c, blk, c->buf2);
+	if (!err)
+		err = fsck_bmap_set(c, dir, in, lblk, blk, &added);
+	if (err)
+		return err;
+	in->i_size = htole64((lblk + 1) * c->bs);
+	in->i_blocks = htole64(le64toh(in->i_blocks) + added * (c->bs / 512));
+	return fsck_dblist_add(c, dir, lblk, blk);
+}
+
+int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name, uint32_t child,
+		 unsigned type)
+{
+	struct edit e = { .fn = insert_in_block, .name = name, .child = child, .type = type };
+	struct mfs_inode in;
+	int err = dir_edit(c, dir, &in, &e);
+
+	if (!err && !e.done) {
+		err = dir_grow(c, dir, &in, &e);
+		if (!err)
+			err = fsck_write_inode(c, dir, &in);
+	}
+	return err;
 }
 
 int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child)
 {
+	struct edit e = { .fn = remove_in_block, .child = child };
 	struct mfs_inode in;
-	struct rm r = { .child = child };
-	struct fsck_map_walk w = { .c = c, .ino = dir, .in = &in, .visit = rm_visit,
-				   .bad_indirect = skip_bad, .arg = &r };
-	int err = fsck_read_inode(c, dir, &in);
+	int err = dir_edit(c, dir, &in, &e);
 
-	if (!err)
-		err = fsck_map_walk(&w);
-	return err ? err : r.done ? 0 : -ENOENT;
+	return err ? err : e.done ? 0 : -ENOENT;
 }
 
 /* ---- new directories ---------------------------------------------------------------- */
