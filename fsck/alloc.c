@@ -332,20 +332,10 @@ static int edit_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int
 	return fsck_write(c, blk, c->buf2);
 }
 
-static int skip_bad(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
-{
-	(void)w;
-	(void)lblk;
-	(void)depth;
-	(void)ptr;
-	return MAP_SKIP;
-}
-
 static int dir_edit(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in,
 		    struct edit *e)
 {
-	struct fsck_map_walk w = { .c = c, .ino = dir, .in = in, .visit = edit_visit,
-				   .bad_indirect = skip_bad, .arg = e };
+	struct fsck_map_walk w = { .c = c, .ino = dir, .in = in, .visit = edit_visit, .arg = e };
 	int err = fsck_read_inode(c, dir, in);
 
 	return err ? err : fsck_map_walk(&w);

@@ -209,7 +209,7 @@ struct fsck_map_walk {
 		     int depth, uint32_t *ptr);
 	/* Indirect block *@ptr failed its checksum: MAP_ZERO drops it,
 	 * MAP_SKIP leaves it unwalked, MAP_KEEP walks it (its checksum is
-	 * then rewritten with it). */
+	 * then rewritten with it).  NULL: MAP_SKIP. */
 	int (*bad_indirect)(struct fsck_map_walk *w, uint64_t lblk, int depth,
 			    uint32_t *ptr);
 	/* After the blocks under indirect block *@ptr were walked; MAP_ZERO

@@ -38,7 +38,7 @@ static int walk_indirect(struct level *l, uint64_t lblk, int depth, uint32_t *sl
 	if (err)
 		return err;
 	if (!mfs_block_csum_ok(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs)) {
-		r = w->bad_indirect(w, lblk, depth, slot);
+		r = w->bad_indirect ? w->bad_indirect(w, lblk, depth, slot) : MAP_SKIP;
 		if (r == MAP_ZERO) {
 			*slot = 0;
 			*changed = true;

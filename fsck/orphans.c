@@ -50,21 +50,12 @@ static int cut_leave(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t
 	return MAP_ZERO;
 }
 
-static int cut_bad(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
-{
-	(void)w;
-	(void)lblk;
-	(void)depth;
-	(void)ptr;
-	return MAP_SKIP;
-}
-
 /* Free what @ino maps from logical block @keep on, as a truncation does. */
 static int cut_map(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in, uint64_t keep)
 {
 	struct cut k = { .keep = keep };
 	struct fsck_map_walk w = { .c = c, .ino = ino, .in = in, .visit = cut_visit,
-				   .leave = cut_leave, .bad_indirect = cut_bad, .arg = &k };
+				   .leave = cut_leave, .arg = &k };
 	uint64_t per = c->bs / 512, blocks = le64toh(in->i_blocks);
 	int err = fsck_map_walk(&w);
 

@@ -105,15 +105,6 @@ static int visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int dept
 	return MAP_KEEP;
 }
 
-static int keep_bad(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
-{
-	(void)w;
-	(void)lblk;
-	(void)depth;
-	(void)ptr;
-	return MAP_SKIP;
-}
-
 static int check_xattr(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 		       struct sharer *s, bool *dirty)
 {
@@ -138,7 +129,7 @@ static int check_sharer(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 			struct sharer *s)
 {
 	struct fsck_map_walk w = { .c = c, .ino = ino, .in = in, .visit = visit,
-				   .bad_indirect = keep_bad, .arg = s };
+				   .arg = s };
 	struct fsck_pctx p = { .ino = ino };
 	bool dirty = false;
 	int err = check_xattr(c, ino, in, s, &dirty);
