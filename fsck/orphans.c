@@ -4,8 +4,9 @@
  * The list (s_last_orphan, then i_next_orphan) names inodes unlinked while
  * open, and inodes being truncated.  As the mount does after a crash, fsck
  * frees the first and cuts the second to their size, giving their blocks
- * and inodes back on the disk's bitmaps as the mount would.  A list that leaves the inodes in use, or loops, is
- * cleared whole: the passes then find its inodes as they are.
+ * and inodes back on the disk's bitmaps as the mount would.  A list that
+ * names an inode not in use, or loops, is cleared whole: the passes then
+ * find its inodes as they are.
  */
 #include "fsck_i.h"
 

@@ -107,7 +107,8 @@ static int reconnect_dir(struct fsck_ctx *c, struct fsck_dir *d, bool loop)
  * Walk up from @d.  @mark holds, per directory, 0 (not met), the number
  * of the walk that met it, or UINT32_MAX (reaches the root).
  */
-static int check_path(struct fsck_ctx *c, struct fsck_dir *d, uint32_t *mark, uint32_t walk)
+static int check_path(struct fsck_ctx *c, struct fsck_dir *d, uint32_t *mark,
+		      uint32_t walk)
 {
 	struct fsck_dir *x = d;
 	int err = 0;
@@ -128,8 +129,10 @@ static int check_path(struct fsck_ctx *c, struct fsck_dir *d, uint32_t *mark, ui
 		x = up;
 	}
 	/* Whatever the answer, the chain is settled: not asked again. */
-	for (x = d; x && mark[x - c->dirs] == walk; x = x->parent ? fsck_dir_find(c, x->parent) : NULL)
+	for (x = d; x && mark[x - c->dirs] == walk; ) {
 		mark[x - c->dirs] = UINT32_MAX;
+		x = x->parent ? fsck_dir_find(c, x->parent) : NULL;
+	}
 	return err;
 }
 
