@@ -18,7 +18,9 @@
  *
  * Under AddressSanitizer this also proves fsck and the mount free of
  * memory errors and leaks on every image.  Usage: t_fsck_random [FIRST
- * [COUNT]] (default: seeds 0..549).
+ * [COUNT]] (default: seeds 0..549); with --save DIR first, the damaged
+ * images are only written to DIR/dmg-SEED.img, for t_damage_mount.sh to
+ * mount through the daemon.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -397,10 +399,25 @@ static void check_mount(const uint8_t *img, uint64_t seed)
 	bdev_close(bd);
 }
 
+/* The damaged image of @seed as the file DIR/dmg-SEED.img. */
+static void save(const uint8_t *img, const char *dir, uint64_t seed)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dmg-%" PRIu64 ".img", dir, seed);
+	f = fopen(path, "w");
+	t_assert(f && fwrite(img, 1, IMG_BYTES, f) == IMG_BYTES && !fclose(f),
+		 "cannot write %s", path);
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t first = argc > 1 ? strtoull(argv[1], NULL, 0) : 0;
-	uint64_t count = argc > 2 ? strtoull(argv[2], NULL, 0) : 550;
+	/* --save DIR: only write the damaged images, for the daemon's test. */
+	const char *dir = argc > 2 && !strcmp(argv[1], "--save") ? argv[2] : NULL;
+	int a = dir ? 3 : 1;
+	uint64_t first = argc > a ? strtoull(argv[a], NULL, 0) : 0;
+	uint64_t count = argc > a + 1 ? strtoull(argv[a + 1], NULL, 0) : 550;
 	struct bdev *bd = tf_mkfs(BS, IMG_BYTES);
 	struct meta m = { 0 };
 	uint8_t *img = malloc(IMG_BYTES);
@@ -415,6 +432,10 @@ int main(int argc, char **argv)
 	for (uint64_t seed = first; seed < first + count; seed++) {
 		memcpy(img, bdev_mem_data(bd), IMG_BYTES);
 		damage(img, &m, seed);
+		if (dir) {
+			save(img, dir, seed);
+			continue;
+		}
 		check_fsck(img, seed);
 		check_mount(img, seed);
 	}
