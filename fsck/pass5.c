@@ -197,8 +197,11 @@ int fsck_pass5(struct fsck_ctx *c)
 		err = check_group(c, g, map, &fb, &fi);
 		fsck_progress(c, g + 1, c->ngroups);
 	}
-	if (!err && !c->stop)
+	if (!err && !c->stop) {
 		check_sb_counts(c, fb, fi);
+		c->res->blocks_used = c->nblocks - fb;
+		c->res->inodes_used = c->ninodes - fi;
+	}
 	bdev_free_buf(map);
 	return err;
 }
