@@ -82,39 +82,58 @@ mapfile -t after < <(awk '{ if ($2 == "flush") n++; print n + 0 }' "$T_DIR/list"
 nflush=${after[$((entries - 1))]}
 [ "$nflush" -ge 40 ] || fail "$nflush flushes for 40 fsyncs"
 
-# One state: the image after the first $1 entries (or at flush $2), cut
-# with mode $3 and seed $4; $5 the flushes it holds.
+# One state, in slot $1 (its own image, mount point and files, so that two
+# run at once on two cores): the image after the first $3 entries (or at
+# flush $3), cut with mode $4 and seed $5; $6 the flushes it holds.  It
+# runs in a subshell: fail ends only it, and the caller sees its status.
 check_state() {
-	local st=$T_DIR/state
+	local dir=$T_DIR/slot$1 st=$T_DIR/slot$1/img
+	shift
+	mnt=$dir/mnt
+	mkdir -p "$mnt"
 	if [ "$1" = flush ]; then
 		"$REPLAY" --flush "$2" "$base" "$log" "$st" || fail "replay --flush $2"
 	else
 		"$REPLAY" --entry "$2" --mode "$3" --seed "$4" "$base" "$log" "$st" ||
 			fail "replay --entry $2 --mode $3 --seed $4"
 	fi
-	img=$st
-	start
+	"$MISCFS" "$st" "$mnt" -f 2>"$dir/daemon.err" &
+	daemon=$!
+	for _ in $(seq 500); do
+		mounted && break
+		daemon_gone && { cat "$dir/daemon.err"; fail "state $*: not mounted"; }
+		sleep 0.02
+	done
 	# The files fsynced by the state's last flush, as they were fsynced.
-	awk -v n="$5" '$1 <= n { print $2 "  " $3 }' "$model/list" >"$T_DIR/want"
-	if [ -s "$T_DIR/want" ]; then
-		(cd "$mnt/d" && sha1sum --quiet -c "$T_DIR/want") >"$T_DIR/cmp.out" 2>&1 ||
-			{ cat "$T_DIR/cmp.out" >&2; fail "state $*: files not as fsynced"; }
+	awk -v n="$5" '$1 <= n { print $2 "  " $3 }' "$model/list" >"$dir/want"
+	if [ -s "$dir/want" ]; then
+		(cd "$mnt/d" && sha1sum --quiet -c "$dir/want") >"$dir/cmp.out" 2>&1 ||
+			{ cat "$dir/cmp.out" >&2; stop; fail "state $*: files not as fsynced"; }
 	fi
-	unmount
-	"$FSCK" -fn "$st" >"$T_DIR/fsck.out" 2>&1 ||
-		{ cat "$T_DIR/fsck.out"; fail "state $*: fsck -fn exits $?"; }
-	count=$((count + 1))
+	fusermount3 -u "$mnt" || fail "state $*: fusermount3 -u"
+	wait "$daemon" || { cat "$dir/daemon.err"; fail "state $*: the daemon exited $?"; }
+	daemon=
+	"$FSCK" -fn "$st" >"$dir/fsck.out" 2>&1 ||
+		{ cat "$dir/fsck.out"; fail "state $*: fsck -fn exits $?"; }
 }
 
+# The states to check, one per line: every flush, then random points.
 modes=(drop keep random torn blocks)
-count=0
 for f in $(seq "$nflush"); do
-	check_state flush "$f" keep 0 "$f"
-	[ "$count" -ge "$states" ] && break
-done
-while [ "$count" -lt "$states" ]; do
+	[ "$f" -le "$states" ] && echo "flush $f keep 0 $f"
+done >"$T_DIR/states"
+while [ "$(wc -l <"$T_DIR/states")" -lt "$states" ]; do
 	n=$((RANDOM * 32768 + RANDOM))
 	n=$((n % entries + 1))
-	check_state entry "$n" "${modes[$((RANDOM % 5))]}" "$RANDOM" "${after[$((n - 1))]}"
+	echo "entry $n ${modes[$((RANDOM % 5))]} $RANDOM ${after[$((n - 1))]}" >>"$T_DIR/states"
 done
+
+count=0
+while read -r a1 a2 a3 a4 a5 && read -r b1 b2 b3 b4 b5; do
+	(check_state 0 "$a1" "$a2" "$a3" "$a4" "$a5") & pa=$!
+	(check_state 1 "$b1" "$b2" "$b3" "$b4" "$b5") & pb=$!
+	wait $pa || fail "state $a1 $a2 $a3 $a4"
+	wait $pb || fail "state $b1 $b2 $b3 $b4"
+	count=$((count + 2))
+done <"$T_DIR/states"
 echo "$count crash states ($nflush flushes, $entries log entries, $synced files fsynced)"
