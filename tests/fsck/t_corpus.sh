@@ -8,7 +8,8 @@
 #   4. the image mounts, and every file that was reachable and undamaged
 #      has its path, type, contents and xattrs (mkdamage verify).
 # UPDATE_EXPECTED=1 writes the expected outputs instead of comparing them
-# (review the diff before committing it).
+# (review the diff before committing it); CORPUS_BLOCK_SIZES picks the
+# block sizes (default "1024 4096").
 source "$(dirname "$0")/../lib.sh"
 : "${MKDAMAGE:?MKDAMAGE must name mkdamage}"
 : "${FSCK:?FSCK must name fsck.miscfs}"
@@ -31,7 +32,7 @@ compare() {
 list=$("$MKDAMAGE" kinds) || fail "mkdamage kinds"
 kinds=0
 images=0
-for bs in 1024 4096; do
+for bs in ${CORPUS_BLOCK_SIZES:-1024 4096}; do
 	for kind in $(echo "$list" | awk '{ print $1 }'); do
 		rm -f img img.*
 		"$MKDAMAGE" populate img --block-size "$bs" >/dev/null ||
