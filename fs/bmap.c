@@ -210,3 +210,35 @@ int mfs_bmap_walk(const struct mfs_bmap_walk *w, uint64_t first, uint64_t end)
 	walk_fini(&s);
 	return err;
 }
+
+struct map_all {
+	const struct mfs_bmap_walk *w;
+	uint64_t *map;
+	uint64_t n, got;
+};
+
+static int map_one(void *arg, uint64_t lblk, uint64_t pblk)
+{
+	struct map_all *m = arg;
+
+	if (lblk != m->got)
+		return ut_corrupt(m->w->why, m->w->whylen, "inode %" PRIu32 ": hole at "
+				  "block %" PRIu64, m->w->ino, m->got);
+	m->map[m->got++] = pblk;
+	return 0;
+}
+
+int mfs_bmap_map_all(const struct mfs_bmap_walk *w, uint64_t *map, uint64_t n)
+{
+	struct map_all m = { .w = w, .map = map, .n = n };
+	struct mfs_bmap_walk walk = *w;
+	int err;
+
+	walk.data = map_one;
+	walk.ctx = &m;
+	err = mfs_bmap_walk(&walk, 0, n);
+	if (!err && m.got != n)
+		err = ut_corrupt(w->why, w->whylen, "inode %" PRIu32 " maps %" PRIu64
+				 " of its %" PRIu64 " blocks", w->ino, m.got, n);
+	return err;
+}

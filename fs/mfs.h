@@ -138,6 +138,10 @@ struct mfs_bmap_walk {
 
 /* Walk logical blocks [@first, @end) (clamped to the largest file). */
 int mfs_bmap_walk(const struct mfs_bmap_walk *w, uint64_t first, uint64_t end);
+/* Device blocks of logical blocks [0, @n) into @map, for a file that must
+ * have no hole (the journal): a hole or a short map is -EUCLEAN with
+ * @w->why.  @w's data and ctx are not used. */
+int mfs_bmap_map_all(const struct mfs_bmap_walk *w, uint64_t *map, uint64_t n);
 
 /* ---- superblock ---------------------------------------------------------- */
 

@@ -89,21 +89,6 @@ static int load_super(struct mfs_fs *fs, bool replayed)
 
 /* ---- the journal's blocks ------------------------------------------------ */
 
-struct jmap_ctx {
-	uint64_t *map;
-	uint32_t n, got;
-};
-
-static int jmap_block(void *arg, uint64_t lblk, uint64_t pblk)
-{
-	struct jmap_ctx *c = arg;
-
-	if (lblk != c->got || lblk >= c->n)
-		return -EUCLEAN;
-	c->map[c->got++] = pblk;
-	return 0;
-}
-
 /* The journal inode's block map, read raw (nothing is cached before
  * recovery has run). */
 static int load_jmap(struct mfs_fs *fs)
@@ -111,32 +96,27 @@ static int load_jmap(struct mfs_fs *fs)
 	struct mfs_raw raw;
 	struct mfs_inode in;
 	struct mfs_bmap_walk w;
-	struct jmap_ctx c = { .n = le32toh(fs->sb.s_journal_blocks) };
+	uint32_t n = le32toh(fs->sb.s_journal_blocks);
+	uint64_t *map;
 	int err = mfs_raw_open(fs->bd, &raw);
 
 	if (err)
 		return err;
 	err = mfs_raw_inode(&raw, MFS_JOURNAL_INO, &in);
-	c.map = calloc(c.n, sizeof(*c.map));
-	if (!err && !c.map)
+	map = calloc(n, sizeof(*map));
+	if (!err && !map)
 		err = -ENOMEM;
 	if (!err) {
 		mfs_raw_bmap_walk_init(&raw, MFS_JOURNAL_INO, &in, &w);
-		w.data = jmap_block;
-		w.ctx = &c;
-		err = mfs_bmap_walk(&w, 0, c.n);
+		err = mfs_bmap_map_all(&w, map, n);
 	}
-	if (!err && c.got != c.n)
-		err = ut_corrupt(raw.why, sizeof(raw.why), "journal inode maps %"
-				 PRIu32 " of its %" PRIu32 " blocks", c.got, c.n);
 	if (err == -EUCLEAN)
-		mlog_err("cannot mount: journal: %s", raw.why[0] ? raw.why :
-			 "its block map has holes");
+		mlog_err("cannot mount: journal: %s", raw.why);
 	mfs_raw_close(&raw);
 	if (err)
-		free(c.map);
+		free(map);
 	else
-		fs->jmap = c.map;
+		fs->jmap = map;
 	return err;
 }
 

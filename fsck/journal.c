@@ -10,18 +10,8 @@
 
 struct jmap {
 	uint64_t *map;
-	uint32_t n, got;
+	uint32_t n;
 };
-
-static int jmap_block(void *arg, uint64_t lblk, uint64_t pblk)
-{
-	struct jmap *m = arg;
-
-	if (lblk != m->got || lblk >= m->n)
-		return -EUCLEAN;
-	m->map[m->got++] = pblk;
-	return 0;
-}
 
 static int read_block(void *c, uint64_t blk, void *buf)
 {
@@ -35,8 +25,8 @@ static int load_jmap(struct fsck_ctx *c, struct jmap *m, char *why, size_t len)
 {
 	struct mfs_inode in;
 	struct mfs_bmap_walk w = { .sb = &c->sb, .ino = MFS_JOURNAL_INO, .in = &in,
-				   .read_block = read_block, .read_ctx = c, .data = jmap_block,
-				   .ctx = m, .why = why, .whylen = len };
+				   .read_block = read_block, .read_ctx = c,
+				   .why = why, .whylen = len };
 	int err;
 
 	m->n = le32toh(c->sb.s_journal_blocks);
@@ -45,12 +35,7 @@ static int load_jmap(struct fsck_ctx *c, struct jmap *m, char *why, size_t len)
 	if (!err && le32toh(in.i_checksum) != mfs_inode_csum(&c->sb, MFS_JOURNAL_INO, &in))
 		err = ut_corrupt(why, len, "its checksum does not match");
 	if (!err)
-		err = mfs_bmap_walk(&w, 0, m->n);
-	if (!err && m->got != m->n)
-		err = ut_corrupt(why, len, "it maps %" PRIu32 " of its %" PRIu32 " blocks",
-				 m->got, m->n);
-	if (err == -EUCLEAN && !why[0])
-		snprintf(why, len, "its block map has holes");
+		err = mfs_bmap_map_all(&w, m->map, m->n);
 	return err;
 }
 
@@ -142,11 +127,15 @@ int fsck_journal(struct fsck_ctx *c)
 		return 0;
 	}
 	err = load_jmap(c, &m, why, sizeof(why));
-	if (err == -EUCLEAN && fsck_fix(c, PR_J_INODE_BAD, &p))
-		c->journal_rebuild = true;
+	if (err == -EUCLEAN) {
+		if (fsck_fix(c, PR_J_INODE_BAD, &p))
+			c->journal_rebuild = true;
+		free(m.map);
+		return 0;
+	}
 	if (!err)
 		err = jsb_read(c, &m, why, sizeof(why));
-	if (err == -EUCLEAN && m.got == m.n && fsck_fix(c, PR_J_SB_BAD, &p)) {
+	if (err == -EUCLEAN && fsck_fix(c, PR_J_SB_BAD, &p)) {
 		err = jnl_format(c->bd, m.map, m.n, c->sb.s_uuid, le64toh(c->sb.s_csum_seed));
 		if (!err)
 			err = jsb_read(c, &m, why, sizeof(why));
@@ -158,7 +147,6 @@ int fsck_journal(struct fsck_ctx *c)
 	free(m.map);
 	return err == -EUCLEAN ? 0 : err;
 }
-
 
 /* ---- a new journal ------------------------------------------------------- */
 
