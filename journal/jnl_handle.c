@@ -225,6 +225,27 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 	return err;
 }
 
+/*
+ * Credits a stopping handle did not use go back to its transaction (j_lock
+ * held): reservations are worst cases, and kept they would fill the log
+ * and end transactions long before their blocks do.  t_reserved stays the
+ * reservation of t_credits.
+ */
+static void return_credits(struct jnl *j, struct jnl_handle *h)
+{
+	struct jnl_tx *t = h->h_tx;
+	uint32_t unused = h->h_credits - UT_MIN(h->h_used, h->h_credits);
+	uint32_t shrink;
+
+	if (!unused)
+		return;
+	shrink = jnl_tx_reservation(j, t->t_credits) -
+		 jnl_tx_reservation(j, t->t_credits - unused);
+	t->t_credits -= unused;
+	t->t_reserved -= shrink;
+	j->j_reserved -= shrink;
+}
+
 int jnl_stop(struct jnl_handle *h)
 {
 	struct jnl *j = h->h_journal;
@@ -232,6 +253,7 @@ int jnl_stop(struct jnl_handle *h)
 	if (!h->h_tx)
 		return h->h_err ? h->h_err : -EINVAL;
 	pthread_mutex_lock(&j->j_lock);
+	return_credits(j, h);
 	if (--h->h_tx->t_updates == 0)
 		pthread_cond_broadcast(&j->j_wait_updates);
 	if (j->j_aborted && !h->h_err)

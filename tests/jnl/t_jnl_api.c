@@ -78,6 +78,42 @@ static void test_limits(void)
 	printf("ok: credit limits\n");
 }
 
+/*
+ * Handles ask for their worst case and mostly use a little of it: what a
+ * handle leaves unused goes back at jnl_stop, so a thousand handles that
+ * each reserve a quarter of a transaction and change one block share one
+ * transaction, with no commit forced and no wait for log space.
+ */
+static void test_unused_credits(void)
+{
+	uint32_t max;
+	struct tj t;
+	struct jnl_handle h;
+	struct jnl_stats st;
+	struct jnl_recovery info;
+	struct bdev *img;
+
+	setup(&t);
+	max = jnl_max_credits(t.j);
+	for (uint32_t i = 0; i < 1000; i++) {
+		t_ok(jnl_start(t.j, max / 4, &h));
+		tj_write(&t, &h, 100 + i % 50, i);
+		t_ok(jnl_stop(&h));
+	}
+	jnl_get_stats(t.j, &st);
+	t_eq(st.commits, 0);
+	t_eq(st.log_full_waits, 0);
+	t_ok(jnl_commit_wait(t.j, h.h_tid));
+	img = tj_crash_now(&t, &info);
+	t_eq(info.transactions, 1);
+	t_eq(info.replayed, 50);
+	for (uint32_t b = 0; b < 50; b++)
+		t_assert(tj_holds(img, BS, 100 + b, 950 + b), "block %u", 100 + b);
+	bdev_close(img);
+	tj_teardown(&t);
+	printf("ok: unused credits go back to the transaction\n");
+}
+
 /* Blocks that start with the journal magic survive the log unchanged. */
 static void test_escape_and_big(void)
 {
@@ -434,6 +470,7 @@ int main(void)
 		return 0;       /* the rest needs the memory device's log or faults */
 	test_commit_and_recover();
 	test_escape_and_big();
+	test_unused_credits();
 	test_revoke();
 	test_ordered();
 	test_io_error();

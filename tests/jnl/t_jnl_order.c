@@ -343,8 +343,8 @@ static void test_ordered(void)
 	while (!H.holding)
 		pthread_cond_wait(&H.cond, &H.lock);
 	pthread_mutex_unlock(&H.lock);
-	/* The next write's handle does not fit: it commits the full one. */
-	t_ok(jnl_start(t.j, 1, &h));
+	/* The next write's handle does not fit: it commits the one before. */
+	t_ok(jnl_start(t.j, max, &h));
 	t_assert(pthread_equal(submitter, pthread_self()),
 		 "the commit ran in the writer's jnl_start");
 	t_ok(jnl_stop(&h));

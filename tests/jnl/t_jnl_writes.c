@@ -250,6 +250,8 @@ static void test_log_space(void)
 		 jnl_log_blocks_needed(BS, c + 1, c + 1) == left + 1,
 		 "credits %u reserve exactly the %u free blocks but one", c, left);
 	t_ok(jnl_start(t.j, c, &h));
+	for (uint32_t i = 0; i < c; i++)         /* used: none go back */
+		tj_write(&t, &h, 500 + i, 1);
 	t_ok(jnl_stop(&h));
 	jnl_get_stats(t.j, &st);
 	t_assert(st.log_full_waits == 0 && st.checkpoints == 0, "a reservation of "
