@@ -366,13 +366,6 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)fi;
-	fuse_reply_err(req, 0);
-}
-
 /* The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself. */
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
@@ -768,7 +761,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 #define OPS(X) X(lookup) X(forget) X(forget_multi) X(getattr) X(setattr)         \
 	X(readlink) X(mknod) X(mkdir) X(symlink) X(link) X(unlink) X(rmdir)      \
-	X(rename) X(open) X(create) X(read) X(write) X(flush) X(lseek) X(release)         \
+	X(rename) X(open) X(create) X(read) X(write) X(lseek) X(release)                  \
 	X(fsync) X(opendir) X(readdir) X(readdirplus) X(releasedir) X(fsyncdir) \
 	X(statfs) X(access) X(setxattr) X(getxattr) X(listxattr) X(removexattr)      \
 	X(fallocate) X(copy_file_range) X(ioctl)
@@ -848,7 +841,6 @@ TIMED(read, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi), (req, ino, size, off, fi))
 TIMED(write, (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi), (req, ino, buf, size, off, fi))
-TIMED(flush, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
 TIMED(lseek, (fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	      struct fuse_file_info *fi), (req, ino, off, whence, fi))
 TIMED(release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
@@ -972,7 +964,9 @@ const struct fuse_lowlevel_ops mfs_fuse_ops = {
 	.create = timed_create,
 	.read = timed_read,
 	.write = timed_write,
-	.flush = timed_flush,
+	/* No .flush: a close has nothing to hand over (every write is in the
+	 * daemon's cache when it returns), and answered ENOSYS once, the
+	 * kernel stops asking on every close. */
 	.lseek = timed_lseek,
 	.release = timed_release,
 	.fsync = timed_fsync,
