@@ -1,4 +1,4 @@
-the journal superblock is damaged: journal superblock: checksum mismatch (stored 0xc1a71511, computed 0xc1a71551).  Make an empty journal? yes
+the journal superblock is damaged: journal superblock: checksum mismatch (stored 0x0af369e8, computed 0x0af369a8).  Make an empty journal? yes
 Pass 0: Checking the superblock, descriptors and regions
 Pass 1: Checking inodes, blocks, and sizes
 Pass 2: Checking directory structure

@@ -1,4 +1,4 @@
-the journal superblock is damaged: journal superblock: checksum mismatch (stored 0x05184cc8, computed 0x05184c88).  Make an empty journal? yes
+the journal superblock is damaged: journal superblock: checksum mismatch (stored 0x0f78cb75, computed 0x0f78cb35).  Make an empty journal? yes
 Pass 0: Checking the superblock, descriptors and regions
 Pass 1: Checking inodes, blocks, and sizes
 Pass 2: Checking directory structure
