@@ -198,7 +198,7 @@ void bdev_waiter_wait(struct bdev_waiter *w)
 {
 	pthread_mutex_lock(&w->lock);
 	while (w->left)
-		pthread_cond_wait(&w->cond, &w->lock);
+		ut_cond_wait(&w->cond, &w->lock);
 	pthread_mutex_unlock(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);

@@ -283,7 +283,7 @@ static void *mem_thread(void *arg)
 	pthread_mutex_lock(&m->lock);
 	for (;;) {
 		while (!m->nqueue && !m->stopping)
-			pthread_cond_wait(&m->work, &m->lock);
+			ut_cond_wait(&m->work, &m->lock);
 		if (!m->nqueue)
 			break;
 		mem_delay(m);
@@ -356,7 +356,7 @@ static void mem_stop(struct mem_bdev *m)
 		return;
 	}
 	while (m->nqueue)
-		pthread_cond_wait(&m->idle, &m->lock);
+		ut_cond_wait(&m->idle, &m->lock);
 	m->stopping = true;
 	pthread_cond_signal(&m->work);
 	pthread_mutex_unlock(&m->lock);

@@ -421,6 +421,7 @@ static void uring_wait(struct bdev *bd, struct bdev_waiter *w)
 	 * it. */
 	io_uring_cq_eventfd_toggle(&u->ring, false);
 	while (bdev_waiter_pending(w)) {
+		ut_blocking();
 		err = io_uring_wait_cqe(&u->ring, &cqe);
 		if (err < 0 && err != -EINTR && err != -EAGAIN) {
 			mlog_err("%s: io_uring_wait_cqe failed: %s", u->bd.path, strerror(-err));
@@ -470,7 +471,7 @@ static void uring_close(struct bdev *bd)
 
 	pthread_mutex_lock(&u->lock);
 	while (u->inflight || u->head)
-		pthread_cond_wait(&u->idle, &u->lock);
+		ut_cond_wait(&u->idle, &u->lock);
 	u->stopping = true;
 	pthread_mutex_unlock(&u->lock);
 	uring_wake(u);

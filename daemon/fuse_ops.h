@@ -20,4 +20,7 @@ void mfs_fuse_kernel_checks(bool on);
  * attributes of the inode. */
 void mfs_fuse_attr_changed(void *arg, uint64_t ino);
 
+/* Serve the session's requests until it ends (loop.c); 0 or -errno. */
+int mfs_fuse_loop(struct fuse_session *se);
+
 #endif /* MISCFS_FUSE_OPS_H */

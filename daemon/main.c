@@ -370,13 +370,6 @@ static struct fuse_session *session_new(struct args *a, struct mfs_fs *fs)
 	return se;
 }
 
-static int serve(struct fuse_session *se)
-{
-	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
-
-	return fuse_session_loop_mt(se, &cfg);
-}
-
 /* Tell the waiting parent whether the mount came up, then detach. */
 static void report(int fd, char status)
 {
@@ -412,7 +405,7 @@ static int run(struct args *a, int status_fd)
 		if (fuse_session_mount(se, a->mountpoint) == 0) {
 			report(status_fd, 0);
 			status_fd = -1;
-			err = serve(se);
+			err = mfs_fuse_loop(se);
 			fuse_session_unmount(se);
 		}
 		fuse_remove_signal_handlers(se);

@@ -219,7 +219,7 @@ static struct mfs_node *find_live(struct mfs_fs *fs, uint32_t ino)
 	struct mfs_node *n;
 
 	while ((n = hash_find(fs, ino)) && n->freeing)
-		pthread_cond_wait(&fs->icache_cond, &fs->icache_lock);
+		ut_cond_wait(&fs->icache_cond, &fs->icache_lock);
 	if (n && !ut_list_empty(&n->lru)) {
 		ut_list_del(&n->lru);
 		fs->nlru--;
@@ -777,6 +777,8 @@ bool mfs_wait_forgotten(struct mfs_fs *fs, uint64_t seq, const struct timespec *
 
 	if (!forget_pending(fs))
 		return false;
+	/* The forgets come as requests: another thread must read them. */
+	ut_blocking();
 	pthread_mutex_lock(&fs->icache_lock);
 	while (fs->evict_seq == seq && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&fs->icache_cond, &fs->icache_lock, until);

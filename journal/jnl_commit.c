@@ -179,7 +179,7 @@ static int lock_tx(struct jnl *j, struct jnl_tx *t, struct commit *c)
 	j->j_running = NULL;
 	j->j_committing = t;
 	while (t->t_updates)
-		pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
+		ut_cond_wait(&j->j_wait_updates, &j->j_lock);
 	int err = snapshot(j, t, c);
 	if (!err)
 		err = cancel_revokes(t, c);

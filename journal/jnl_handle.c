@@ -138,7 +138,7 @@ static int make_room(struct jnl *j)
 		return done < 0 ? done : 0;
 	}
 	if (j->j_committing) {
-		pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+		ut_cond_wait(&j->j_wait_done, &j->j_lock);
 		return 0;
 	}
 	if (j->j_running)
@@ -162,7 +162,7 @@ static int join_running(struct jnl *j, uint32_t credits, struct jnl_tx **out)
 		/* While a transaction is locked for its snapshot, no new one
 		 * starts: every buffer then belongs to it or to none. */
 		if (!t && j->j_committing && j->j_committing->t_state == TX_LOCKED) {
-			pthread_cond_wait(&j->j_wait_updates, &j->j_lock);
+			ut_cond_wait(&j->j_wait_updates, &j->j_lock);
 			continue;
 		}
 		if (t && have + credits > j->j_max_tx) {
@@ -467,7 +467,7 @@ int jnl_revoke(struct jnl_handle *h, uint64_t home)
 		/* A checkpoint write already under way is waited for, so the
 		 * block's next owner never sees it land after its own. */
 		while ((jb = jnl_buf_find(j, home)) && jb->b_cp_busy)
-			pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+			ut_cond_wait(&j->j_wait_done, &j->j_lock);
 		if (jb)
 			forget_buf(j, jb, h->h_tid);
 	}
@@ -513,7 +513,7 @@ void jnl_forget_inode(struct jnl *j, struct jnl_inode *ji)
 	pthread_mutex_lock(&j->j_lock);
 	/* A commit may be writing its data right now: let it finish. */
 	while (ji->ji_flushing)
-		pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+		ut_cond_wait(&j->j_wait_done, &j->j_lock);
 	unlist(j->j_running, ji);
 	unlist(j->j_committing, ji);
 	ji->ji_listed = false;

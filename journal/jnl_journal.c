@@ -245,7 +245,7 @@ int jnl_wait_commit_locked(struct jnl *j, uint32_t tid)
 			j->j_commit_request = tid;
 		j->j_commit_wanted = true;
 		pthread_cond_signal(&j->j_wait_commit);
-		pthread_cond_wait(&j->j_wait_done, &j->j_lock);
+		ut_cond_wait(&j->j_wait_done, &j->j_lock);
 	}
 	return j->j_aborted ? -EIO : 0;
 }

@@ -78,7 +78,7 @@ void pc_dirty_list_forget(struct pc_mapping *m)
 	if (m->on_dirty_list)
 		list_unlink(c, m);
 	while (m->users)
-		pthread_cond_wait(&c->wb_done, &c->wb_lock);
+		ut_cond_wait(&c->wb_done, &c->wb_lock);
 	pthread_mutex_unlock(&c->wb_lock);
 }
 
@@ -270,7 +270,7 @@ void pc_flusher_sync(struct pc_cache *c)
 	c->wb_kick = true;
 	pthread_cond_signal(&c->wb_cond);
 	while (c->pass_done < target && !c->wb_stop)
-		pthread_cond_wait(&c->wb_done, &c->wb_lock);
+		ut_cond_wait(&c->wb_done, &c->wb_lock);
 	pthread_mutex_unlock(&c->wb_lock);
 }
 

@@ -50,6 +50,7 @@ void pc_page_wait_bit(struct pc_page *p, unsigned int bit)
 			if (!(v & mask))
 				return;
 		}
+		ut_blocking();
 		futex_wait(&p->flags, v);
 	}
 }

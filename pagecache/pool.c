@@ -346,8 +346,10 @@ static void timed_wait(struct pc_cache *c, uint64_t seen)
 	}
 	pthread_mutex_lock(&c->pool_lock);
 	atomic_fetch_add(&c->alloc_waiters, 1);
-	if (atomic_load(&c->progress) == seen)
+	if (atomic_load(&c->progress) == seen) {
+		ut_blocking();
 		pthread_cond_timedwait(&c->pool_cond, &c->pool_lock, &ts);
+	}
 	atomic_fetch_sub(&c->alloc_waiters, 1);
 	pthread_mutex_unlock(&c->pool_lock);
 }

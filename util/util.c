@@ -108,6 +108,8 @@ const char *ut_format_size(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+_Thread_local void (*ut_block_hook)(void);
+
 uint64_t ut_now_ns(void)
 {
 	struct timespec ts;

@@ -9,6 +9,7 @@
 #define MISCFS_UTIL_H
 
 #include <endian.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,5 +101,26 @@ const char *ut_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t ut_now_ns(void);
+
+/*
+ * A thread about to sleep on I/O or on another thread's progress calls
+ * ut_blocking() first.  A thread may hook it for itself: the daemon's
+ * request loop does, so that the thread reading requests hands that role
+ * to another before it sleeps.  Unhooked, it costs a test.
+ */
+extern _Thread_local void (*ut_block_hook)(void);
+
+static inline void ut_blocking(void)
+{
+	if (ut_block_hook)
+		ut_block_hook();
+}
+
+/* pthread_cond_wait() announced by ut_blocking(). */
+static inline void ut_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
+{
+	ut_blocking();
+	pthread_cond_wait(cond, lock);
+}
 
 #endif /* MISCFS_UTIL_H */

@@ -1,0 +1,229 @@
+/*
+ * loop.c - the request loop: one thread reads and serves requests while
+ * it can, others take over only while it sleeps.
+ *
+ * libfuse's multithreaded loop keeps several threads asleep in read() on
+ * /dev/fuse, and the kernel wakes them in turn: every request lands on a
+ * thread that was asleep, and a reply is followed by a thread going to
+ * sleep, so each request costs a switch to another thread besides the one
+ * to the caller.  Most requests are answered from the cache without
+ * sleeping, so here the thread that reads a request serves it too and
+ * then reads the next, as a single-threaded loop does.  Only when it is
+ * about to sleep (on I/O, a commit, a lock's holder: ut_blocking(), which
+ * the layers below call before every such wait) does it hand the reading
+ * to another thread, woken or started for it.  That one serves the
+ * requests that come meanwhile, so a request that waits never holds up
+ * the others, and a thread that has served its request and finds the
+ * role taken waits until it is needed again.
+ *
+ * Requests that do not sleep are thus served one at a time.  Handing over
+ * whenever more requests are queued (poll() after each read) served them
+ * in parallel, but on two CPUs it lost more to the switches than it won:
+ * four processes creating files in parallel made 25% fewer files a second
+ * (bench/compare.sh measures such workloads).
+ *
+ * Lock order: l->lock is a leaf.  ut_blocking() runs under any lock of
+ * the layers below and takes l->lock alone (pthread_create included).
+ */
+#include "fuse_ops.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+#define LOOP_MAX_THREADS 32
+
+struct loop {
+	struct fuse_session *se;
+	pthread_mutex_t lock;        /* all below */
+	pthread_cond_t wake;         /* a follower is wanted as the reader */
+	bool reading;                /* some thread holds the reader role */
+	unsigned int idle;           /* followers waiting on wake */
+	unsigned int wanted;         /* wakes sent and not yet taken */
+	unsigned int nthreads;
+	pthread_t threads[LOOP_MAX_THREADS];
+	bool done;
+	int err;                     /* the receive error that ended it */
+	sem_t finished;              /* posted when the loop ends */
+};
+
+/* The loop of this thread, and whether it holds the reader role now. */
+static _Thread_local struct loop *tl_loop;
+static _Thread_local bool tl_reader;
+
+static void *worker(void *arg);
+
+/* l->lock held.  A thread that cannot be made leaves the role free: the
+ * thread that gave it up reads again when it is done. */
+static void start_thread(struct loop *l)
+{
+	int err;
+
+	if (l->done || l->nthreads == LOOP_MAX_THREADS)
+		return;
+	err = pthread_create(&l->threads[l->nthreads], NULL, worker, l);
+	if (err) {
+		mlog_warn("request loop: no thread started: %s", strerror(err));
+		return;
+	}
+	l->nthreads++;
+}
+
+/* l->lock held: the reader role is free; get a thread to take it. */
+static void want_reader(struct loop *l)
+{
+	if (l->idle > l->wanted) {
+		l->wanted++;
+		pthread_cond_signal(&l->wake);
+	} else if (!l->wanted) {
+		start_thread(l);
+	}
+}
+
+/* ut_blocking(): the reader is about to sleep; hand the role over. */
+static void hand_over(void)
+{
+	struct loop *l = tl_loop;
+
+	if (!tl_reader)
+		return;
+	tl_reader = false;
+	pthread_mutex_lock(&l->lock);
+	l->reading = false;
+	want_reader(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* l->lock held: wait until the role is free, or the loop is over. */
+static bool take_role(struct loop *l)
+{
+	while (l->reading && !l->done) {
+		l->idle++;
+		pthread_cond_wait(&l->wake, &l->lock);
+		l->idle--;
+		if (l->wanted)
+			l->wanted--;
+	}
+	if (l->done)
+		return false;
+	l->reading = true;
+	tl_reader = true;
+	return true;
+}
+
+/* l->lock held. */
+static void finish(struct loop *l, int err)
+{
+	if (!l->done) {
+		l->done = true;
+		l->err = err;
+		pthread_cond_broadcast(&l->wake);
+		sem_post(&l->finished);
+	}
+}
+
+static void free_buf(void *arg)
+{
+	free(((struct fuse_buf *)arg)->mem);
+}
+
+/* One request: read it (the only point where the thread may be
+ * cancelled) and serve it.  Returns what the read returned. */
+static int serve_one(struct loop *l, struct fuse_buf *buf)
+{
+	int res;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	res = fuse_session_receive_buf(l->se, buf);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	if (res > 0)
+		fuse_session_process_buf(l->se, buf);
+	return res;
+}
+
+static void *worker(void *arg)
+{
+	struct loop *l = arg;
+	struct fuse_buf buf = { 0 };
+	int res;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	tl_loop = l;
+	ut_block_hook = hand_over;
+	pthread_cleanup_push(free_buf, &buf);
+	pthread_mutex_lock(&l->lock);
+	while (take_role(l)) {
+		pthread_mutex_unlock(&l->lock);
+		res = serve_one(l, &buf);
+		pthread_mutex_lock(&l->lock);
+		if (tl_reader) {
+			tl_reader = false;
+			l->reading = false;
+		}
+		if (fuse_session_exited(l->se))
+			finish(l, 0);
+		else if (res < 0 && res != -EINTR && res != -EAGAIN)
+			finish(l, res);
+	}
+	pthread_mutex_unlock(&l->lock);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+/* Sleep until the loop ends or a signal comes (false: it ended).  A
+ * signal caught just before the sleep began is seen a second later. */
+static bool wait_finished(struct loop *l)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec++;
+	return sem_timedwait(&l->finished, &until) != 0;
+}
+
+/*
+ * Serve requests until the kernel ends the session or a signal asks to
+ * stop.  The threads block the signals libfuse's handlers catch, so these
+ * reach this thread, asleep in sem_wait() until then.  Stopping cancels
+ * the thread asleep in read() and lets the others finish what they serve.
+ */
+int mfs_fuse_loop(struct fuse_session *se)
+{
+	struct loop l = { .se = se };
+	sigset_t block, old;
+
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_cond_init(&l.wake, NULL);
+	sem_init(&l.finished, 0, 0);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	pthread_mutex_lock(&l.lock);
+	start_thread(&l);
+	if (!l.nthreads)
+		finish(&l, -EAGAIN);
+	pthread_mutex_unlock(&l.lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (!fuse_session_exited(se) && wait_finished(&l))
+		;
+	pthread_mutex_lock(&l.lock);
+	finish(&l, 0);
+	pthread_mutex_unlock(&l.lock);
+	/* No thread is started once the loop is done: the list is final. */
+	for (unsigned int i = 0; i < l.nthreads; i++) {
+		pthread_cancel(l.threads[i]);
+		pthread_join(l.threads[i], NULL);
+	}
+	sem_destroy(&l.finished);
+	pthread_cond_destroy(&l.wake);
+	pthread_mutex_destroy(&l.lock);
+	return l.err;
+}
