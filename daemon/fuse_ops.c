@@ -784,22 +784,31 @@ static void account(int op, uint64_t t0)
 	atomic_fetch_add_explicit(&op_stats[op].ns, ns, memory_order_relaxed);
 }
 
-/* "fuse_OP_requests" and "fuse_OP_mean_ns" for every operation. */
+/* "fuse_OP_requests" and "fuse_OP_mean_ns" for every operation, then the
+ * request loop's counters. */
 static size_t format_requests(void *arg, char *buf, size_t size)
 {
 	size_t len = 0;
+	uint64_t handovers;
+	uint32_t threads;
+	int k;
 
 	(void)arg;
 	for (int i = 0; i < NOPS; i++) {
 		uint64_t n = atomic_load(&op_stats[i].n), ns = atomic_load(&op_stats[i].ns);
-		int k = snprintf(buf ? buf + UT_MIN(len, size) : NULL,
-				 len < size ? size - len : 0,
-				 "fuse_%s_requests: %" PRIu64 "\nfuse_%s_mean_ns: %" PRIu64 "\n",
-				 op_names[i], n, op_names[i], n ? ns / n : 0);
 
+		k = snprintf(buf ? buf + UT_MIN(len, size) : NULL, len < size ? size - len : 0,
+			     "fuse_%s_requests: %" PRIu64 "\nfuse_%s_mean_ns: %" PRIu64 "\n",
+			     op_names[i], n, op_names[i], n ? ns / n : 0);
 		if (k > 0)
 			len += (size_t)k;
 	}
+	mfs_fuse_loop_stats(&handovers, &threads);
+	k = snprintf(buf ? buf + UT_MIN(len, size) : NULL, len < size ? size - len : 0,
+		     "fuse_loop_handovers: %" PRIu64 "\nfuse_loop_threads: %" PRIu32 "\n",
+		     handovers, threads);
+	if (k > 0)
+		len += (size_t)k;
 	return len;
 }
 

@@ -22,5 +22,8 @@ void mfs_fuse_attr_changed(void *arg, uint64_t ino);
 
 /* Serve the session's requests until it ends (loop.c); 0 or -errno. */
 int mfs_fuse_loop(struct fuse_session *se);
+/* How often a reading thread handed over before sleeping, and how many
+ * threads serve requests. */
+void mfs_fuse_loop_stats(uint64_t *handovers, uint32_t *threads);
 
 #endif /* MISCFS_FUSE_OPS_H */

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -53,6 +54,10 @@ struct loop {
 	sem_t finished;              /* posted when the loop ends */
 };
 
+/* For the statistics file: one loop per daemon. */
+static _Atomic uint64_t handovers;
+static _Atomic uint32_t threads_started;
+
 /* The loop of this thread, and whether it holds the reader role now. */
 static _Thread_local struct loop *tl_loop;
 static _Thread_local bool tl_reader;
@@ -73,6 +78,7 @@ static void start_thread(struct loop *l)
 		return;
 	}
 	l->nthreads++;
+	atomic_fetch_add(&threads_started, 1);
 }
 
 /* l->lock held: the reader role is free; get a thread to take it. */
@@ -94,6 +100,7 @@ static void hand_over(void)
 	if (!tl_reader)
 		return;
 	tl_reader = false;
+	atomic_fetch_add(&handovers, 1);
 	pthread_mutex_lock(&l->lock);
 	l->reading = false;
 	want_reader(l);
@@ -174,6 +181,12 @@ static void *worker(void *arg)
 	pthread_mutex_unlock(&l->lock);
 	pthread_cleanup_pop(1);
 	return NULL;
+}
+
+void mfs_fuse_loop_stats(uint64_t *nhandovers, uint32_t *nthreads)
+{
+	*nhandovers = atomic_load(&handovers);
+	*nthreads = atomic_load(&threads_started);
 }
 
 /* Sleep until the loop ends or a signal comes (false: it ended).  A

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 
-keys="pc_hits pc_misses pc_pages pc_dirty pc_evictions
+keys="fuse_loop_handovers fuse_loop_threads pc_hits pc_misses pc_pages pc_dirty pc_evictions
 dir_pages_validated dir_pages_rejected dir_blocks_scanned
 dirhash_builds dirhash_hits dirhash_bytes dirhash_dirs
 jnl_commits jnl_blocks_logged jnl_checkpoints jnl_commit_mean_us jnl_commit_max_us
@@ -59,6 +59,13 @@ done
 [ "$(val "$T_DIR/b" jnl_commit_max_us)" -ge "$(val "$T_DIR/b" jnl_commit_mean_us)" ] ||
 	fail "commit latency"
 [ "$(val "$T_DIR/b" dir_pages_rejected)" -eq 0 ] || fail "pages rejected"
+# An fsync waits for its commit: the thread reading requests hands that
+# role to another first, which serves the requests meanwhile.
+dd if=/dev/zero of="$mnt/synced" bs=64k count=16 conv=fsync status=none || fail "dd"
+snapshot "$T_DIR/b2"
+[ "$(val "$T_DIR/b2" fuse_loop_handovers)" -gt "$(val "$T_DIR/b" fuse_loop_handovers)" ] ||
+	fail "an fsync waited without handing over"
+[ "$(val "$T_DIR/b2" fuse_loop_threads)" -ge 2 ] || fail "one thread serves requests"
 # Read in small pieces, the file is just as well formed.
 dd if="$stats" bs=7 status=none >"$T_DIR/c" || fail "dd"
 grep -vqE '^[a-z0-9_]+: [0-9]+$' "$T_DIR/c" && fail "dd bs=7: a bad line"
