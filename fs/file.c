@@ -246,7 +246,7 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 {
 	struct mfs_node *n = f->n;
 	uint32_t bs = fs->bs;
-	uint64_t end, limit;
+	uint64_t isize, end, last, limit;
 	size_t done = 0;
 	int err = 0;
 
@@ -259,9 +259,13 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 	if (!S_ISREG(node_mode(n)) || !n->map)
 		return -EINVAL;
 	pthread_mutex_lock(&n->lock);
-	end = UT_MIN(le64toh(n->raw.i_size), off + size);
+	isize = le64toh(n->raw.i_size);
 	pthread_mutex_unlock(&n->lock);
-	limit = UT_DIV_ROUND_UP(end, bs);
+	end = UT_MIN(isize, off + size);
+	/* The request ends at @last; reading ahead may go on to the file's
+	 * end, @limit. */
+	last = UT_DIV_ROUND_UP(end, bs);
+	limit = UT_DIV_ROUND_UP(isize, bs);
 	atomic_fetch_add(&fs->st.reads, 1);
 	while (off + done < end && !err) {
 		uint64_t pos = off + done, idx = pos / bs;
@@ -269,7 +273,7 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 		size_t len = UT_MIN((uint64_t)bs - in, end - pos);
 		struct pc_page *pg;
 
-		err = read_page(f, idx, (unsigned)UT_MIN(limit - idx, 1024u), limit, &pg);
+		err = read_page(f, idx, (unsigned)UT_MIN(last - idx, 1024u), limit, &pg);
 		if (err)
 			break;
 		pc_lock_page(pg);

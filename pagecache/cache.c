@@ -16,7 +16,7 @@
 #define DEFAULT_INTERVAL_MS 1000u
 #define DEFAULT_BG_PCT 20u
 #define DEFAULT_MAX_PCT 50u
-#define DEFAULT_RA_BYTES (1024u * 1024u)
+#define DEFAULT_RA_BYTES (4u << 20)
 
 static uint32_t or_default(uint32_t v, uint32_t def)
 {

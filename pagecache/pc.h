@@ -184,7 +184,7 @@ struct pc_config {
 	uint32_t dirty_bg_pct;      /* flusher writes at once above this share
 	                               of the budget dirty; 0: 20 */
 	uint32_t dirty_max_pct;     /* pc_balance_dirty() blocks above it; 0: 50 */
-	uint32_t ra_max_pages;      /* largest readahead window; 0: 1 MiB worth */
+	uint32_t ra_max_pages;      /* largest readahead window; 0: 4 MiB worth */
 	bool no_flusher;            /* no background thread (tests) */
 };
 
