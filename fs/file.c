@@ -554,9 +554,10 @@ void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg)
 int mfs_fsync_node(struct mfs_node *n, bool datasync)
 {
 	struct mfs_fs *fs = n->fs;
+	uint64_t mark = 0;
 	uint32_t tid;
 	bool wait;
-	int err, e;
+	int err, e = 0;
 
 	atomic_fetch_add(&fs->st.fsyncs, 1);
 	err = mfs_jdata_flush(n);
@@ -566,9 +567,15 @@ int mfs_fsync_node(struct mfs_node *n, bool datasync)
 	tid = datasync ? n->last_data_tid : n->last_tid;
 	wait = n->dirty_tid && fs->j;
 	pthread_mutex_unlock(&n->lock);
-	e = wait ? jnl_commit_wait(fs->j, tid) : 0;
+	if (wait) {
+		mark = jnl_flush_mark(fs->j);
+		e = jnl_commit_wait(fs->j, tid);
+	}
 	err = err ? err : e;
-	e = bdev_flush(fs->bd);
+	/* The data written above is durable once a flush issued after it
+	 * has completed: the commit's own, or this one. */
+	if (!wait || !jnl_flushed_since(fs->j, mark))
+		e = bdev_flush(fs->bd);
 	return err ? err : e;
 }
 

@@ -262,6 +262,15 @@ void jnl_forget_inode(struct jnl *j, struct jnl_inode *ji);
 int jnl_commit_wait(struct jnl *j, uint32_t tid);
 /* Commit whatever is running and wait for it. */
 int jnl_sync(struct jnl *j);
+/*
+ * For a caller that needs writes it has completed to be durable and waits
+ * for a commit anyway (fsync): a mark taken once they have completed, then
+ * jnl_flushed_since() says whether a commit has since flushed the device
+ * with a flush issued after the mark, which covers them too; if not, the
+ * caller flushes the device itself.
+ */
+uint64_t jnl_flush_mark(struct jnl *j);
+bool jnl_flushed_since(struct jnl *j, uint64_t mark);
 /* Write every committed block home and empty the log. */
 int jnl_checkpoint(struct jnl *j);
 

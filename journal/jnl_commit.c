@@ -249,28 +249,61 @@ static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
 	pthread_mutex_unlock(&j->j_lock);
 }
 
+/* A commit's last flush is about to be issued (j_lock held): its number,
+ * for flush_done and jnl_flushed_since. */
+static uint64_t flush_issue(struct jnl *j)
+{
+	return ++j->j_flush_issued;
+}
+
+static int flush_done(struct jnl *j, uint64_t n, int err)
+{
+	if (!err) {
+		pthread_mutex_lock(&j->j_lock);
+		j->j_flush_done = UT_MAX(j->j_flush_done, n);
+		pthread_mutex_unlock(&j->j_lock);
+	}
+	return err;
+}
+
+/* Nothing to log: only ordered data, if any, to make durable. */
+static int flush_ordered(struct jnl *j, struct commit *c)
+{
+	uint64_t n;
+
+	if (!c->nordered)
+		return 0;
+	pthread_mutex_lock(&j->j_lock);
+	n = flush_issue(j);
+	pthread_mutex_unlock(&j->j_lock);
+	return flush_done(j, n, bdev_flush(j->j_geom.bd));
+}
+
 static int write_log(struct jnl *j, struct jnl_tx *t, struct commit *c,
 		     uint32_t *end)
 {
 	struct jnl_tx_io io = { .tid = t->t_tid, .blocks = c->blocks, .nblocks = c->n,
 				.revokes = t->t_revokes, .nrevokes = t->t_nrevokes };
+	uint64_t n;
 	int err;
 
 	if (!c->n && !t->t_nrevokes) {
 		*end = j->j_head;
-		/* Nothing to log: only ordered data, if any, to make durable. */
-		return c->nordered ? bdev_flush(j->j_geom.bd) : 0;
+		return flush_ordered(j, c);
 	}
 	pthread_mutex_lock(&j->j_lock);
 	t->t_state = TX_COMMITTING;
 	t->t_log_start = io.start = j->j_head;
+	n = flush_issue(j);
 	pthread_mutex_unlock(&j->j_lock);
 	err = jnl_sync_sb(j);                         /* C4 */
 	/* C3 with an async commit: no flush separates the data from the
 	 * commit block any more, so flush the data first. */
 	if (!err && j->j_cfg.async_commit && c->nordered)
 		err = bdev_flush(j->j_geom.bd);
-	return err ? err : jnl_log_write(&j->j_geom, &io, j->j_cfg.async_commit, end);
+	if (!err)
+		err = jnl_log_write(&j->j_geom, &io, j->j_cfg.async_commit, end);
+	return flush_done(j, n, err);
 }
 
 int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)

@@ -129,6 +129,8 @@ struct jnl {
 	uint32_t j_head;                 /* next log position */
 	uint32_t j_tail;                 /* start of the oldest live transaction */
 	uint32_t j_reserved;             /* log blocks reserved by open transactions */
+	uint64_t j_flush_issued;         /* commits' flushes: counted before */
+	uint64_t j_flush_done;           /* issue, and the newest one done */
 	int j_aborted;                   /* 0 or the -errno that stopped it */
 	bool j_abort_reported;           /* jnl_report_abort() has run */
 	bool j_stop;

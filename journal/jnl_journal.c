@@ -260,6 +260,26 @@ int jnl_commit_wait(struct jnl *j, uint32_t tid)
 	return err;
 }
 
+uint64_t jnl_flush_mark(struct jnl *j)
+{
+	uint64_t mark;
+
+	pthread_mutex_lock(&j->j_lock);
+	mark = j->j_flush_issued;
+	pthread_mutex_unlock(&j->j_lock);
+	return mark;
+}
+
+bool jnl_flushed_since(struct jnl *j, uint64_t mark)
+{
+	bool done;
+
+	pthread_mutex_lock(&j->j_lock);
+	done = j->j_flush_done > mark;
+	pthread_mutex_unlock(&j->j_lock);
+	return done;
+}
+
 int jnl_sync(struct jnl *j)
 {
 	uint32_t tid;
