@@ -300,14 +300,17 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
  * written straight to the disk, and waited for, while map_lock is still
  * held for writing: a reader that maps the block (readpage takes the lock
  * for reading) finds them, never the bytes a previous owner left.  They
- * complete before the handle stops, so the flush that precedes the commit
- * mapping the blocks covers them (journal invariant C3), whatever the
- * data mode.
+ * complete before the handle stops, and the inode is listed as ordered
+ * data of the handle's transaction, whatever the data mode: its commit
+ * then flushes the device before its commit block is written, also when
+ * the commit is asynchronous (journal invariant C3), so the flush covers
+ * them.
  */
 struct zrun {
 	struct mfs_fs *fs;
 	const void *zeros;           /* @max blocks of zeros */
 	uint64_t max, start, len;
+	bool any;                    /* a block was zeroed */
 };
 
 static int zrun_flush(struct zrun *z)
@@ -332,6 +335,7 @@ static int zrun_add(struct zrun *z, uint64_t blk)
 	err = zrun_flush(z);
 	z->start = blk;
 	z->len = 1;
+	z->any = true;
 	return err;
 }
 
@@ -353,6 +357,8 @@ int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
 	if (!err)
 		err = zrun_flush(&z);
 	pthread_rwlock_unlock(&n->map_lock);
+	if (!err && z.any)
+		err = jnl_add_ordered(h, &n->ji);
 	return err;
 }
 
