@@ -251,8 +251,19 @@ void pc_iter_init(struct pc_mapping *m, struct pc_iter *it, uint64_t start,
 	it->end = end;
 	it->next = start;
 	it->bucket = 0;
+	it->want = 0;
 	it->done = start >= end;
 	it->probe = end - start <= nbuckets(atomic_load(&m->order));
+}
+
+void pc_iter_want(struct pc_iter *it, uint32_t want)
+{
+	it->want = want;
+}
+
+static bool wanted(const struct pc_iter *it, struct pc_page *p)
+{
+	return !it->want || (atomic_load(&p->flags) & it->want);
 }
 
 static unsigned int iter_probe(struct pc_mapping *m, struct pc_iter *it,
@@ -263,8 +274,10 @@ static unsigned int iter_probe(struct pc_mapping *m, struct pc_iter *it,
 	while (n < max && it->next < it->end) {
 		struct pc_page *p = pc_index_get(m, it->next++);
 
-		if (p)
+		if (p && wanted(it, p))
 			pages[n++] = p;
+		else if (p)
+			pc_put_page(p);
 	}
 	it->done = it->next >= it->end;
 	return n;
@@ -311,7 +324,7 @@ static unsigned int long_chain(struct pc_mapping *m, struct pc_iter *it,
 			struct pc_page *p = id_page(m, id);
 			uint64_t idx = atomic_load(&p->index);
 
-			if (in_range(it, p) && idx >= it->next &&
+			if (in_range(it, p) && wanted(it, p) && idx >= it->next &&
 			    (!best || idx < atomic_load(&best->index)))
 				best = p;
 		}
@@ -325,7 +338,9 @@ static unsigned int long_chain(struct pc_mapping *m, struct pc_iter *it,
 
 /*
  * Whole buckets in order, so that a caller removing the pages it got does
- * not shift what is left to visit.  Growth between calls only moves pages
+ * not shift what is left to visit.  A chain's count is of the pages in
+ * range, wanted or not: flags change without m->lock, and the count must
+ * bound what is taken.  Growth between calls only moves pages
  * to buckets further on, where they are seen (perhaps again).
  */
 static unsigned int iter_walk(struct pc_mapping *m, struct pc_iter *it,
@@ -347,7 +362,7 @@ static unsigned int iter_walk(struct pc_mapping *m, struct pc_iter *it,
 		}
 		for (uint32_t id = head; id;
 		     id = atomic_load(&id_page(m, id)->hash_next))
-			if (in_range(it, id_page(m, id)) &&
+			if (in_range(it, id_page(m, id)) && wanted(it, id_page(m, id)) &&
 			    atomic_load(&id_page(m, id)->index) >= it->next)
 				take(id_page(m, id), pages, &n);
 		it->next = it->start;

@@ -38,6 +38,15 @@ void pc_stat_miss(struct pc_cache *c)
 
 /* ---- mappings ------------------------------------------------------------ */
 
+static void destroy_locks(struct pc_mapping *m)
+{
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->wb_mutex);
+	pthread_mutex_destroy(&m->wb_sync_mutex);
+	pthread_mutex_destroy(&m->wb_wait_lock);
+	pthread_cond_destroy(&m->wb_wait_cond);
+}
+
 int pc_mapping_create(struct pc_cache *c, const struct pc_mapping_ops *ops,
 		      void *ctx, struct pc_mapping **out)
 {
@@ -50,9 +59,11 @@ int pc_mapping_create(struct pc_cache *c, const struct pc_mapping_ops *ops,
 	m->ctx = ctx;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->wb_mutex, NULL);
+	pthread_mutex_init(&m->wb_sync_mutex, NULL);
+	pthread_mutex_init(&m->wb_wait_lock, NULL);
+	pthread_cond_init(&m->wb_wait_cond, NULL);
 	if (pc_index_init(m)) {
-		pthread_mutex_destroy(&m->lock);
-		pthread_mutex_destroy(&m->wb_mutex);
+		destroy_locks(m);
 		free(m);
 		return -ENOMEM;
 	}
@@ -86,8 +97,7 @@ void pc_mapping_destroy(struct pc_mapping *m)
 	wait_unlinked(m);
 	pc_index_free(m);
 	free(m->dq);
-	pthread_mutex_destroy(&m->lock);
-	pthread_mutex_destroy(&m->wb_mutex);
+	destroy_locks(m);
 	atomic_fetch_sub(&c->nr_mappings, 1);
 	free(m);
 }

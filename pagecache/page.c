@@ -274,12 +274,73 @@ void pc_account_clean(struct pc_mapping *m)
 	atomic_fetch_sub(&m->cache->nr_dirty, 1);
 }
 
+/* ---- writeback epochs ---------------------------------------------------- */
+
+static void epoch_leave(struct pc_mapping *m, uint32_t e)
+{
+	if (atomic_fetch_sub(&m->wb_count[e], 1) == 1 && atomic_load(&m->wb_waiters)) {
+		pthread_mutex_lock(&m->wb_wait_lock);
+		pthread_cond_broadcast(&m->wb_wait_cond);
+		pthread_mutex_unlock(&m->wb_wait_lock);
+	}
+}
+
+/* Count @page in the current epoch, before its writeback bit is set: a
+ * sync that moved the epoch meanwhile did not begin after this write, so
+ * the page moves along and is not waited for. */
+static void epoch_enter(struct pc_mapping *m, struct pc_page *page)
+{
+	uint32_t e;
+
+	for (;;) {
+		e = atomic_load(&m->wb_epoch);
+		atomic_fetch_add(&m->wb_count[e], 1);
+		if (atomic_load(&m->wb_epoch) == e)
+			break;
+		epoch_leave(m, e);
+	}
+	if (e)
+		atomic_fetch_or(&page->flags, PF(PG_wb_epoch));
+	else
+		atomic_fetch_and(&page->flags, ~PF(PG_wb_epoch));
+}
+
+static void epoch_wait(struct pc_mapping *m, uint32_t e)
+{
+	while (atomic_load(&m->wb_count[e]))
+		ut_cond_wait(&m->wb_wait_cond, &m->wb_wait_lock);
+}
+
+/*
+ * New writeback goes to the other epoch, then the one left drains.  What
+ * the other epoch held from an earlier sync drains first, so each epoch
+ * only ever loses pages while it is waited for.
+ */
+void pc_wait_all_writeback(struct pc_mapping *m)
+{
+	uint32_t e;
+
+	if (!atomic_load(&m->nr_writeback))
+		return;
+	pthread_mutex_lock(&m->wb_sync_mutex);
+	atomic_fetch_add(&m->wb_waiters, 1);
+	pthread_mutex_lock(&m->wb_wait_lock);
+	e = atomic_load(&m->wb_epoch);
+	epoch_wait(m, e ^ 1);
+	atomic_store(&m->wb_epoch, e ^ 1);
+	epoch_wait(m, e);
+	pthread_mutex_unlock(&m->wb_wait_lock);
+	atomic_fetch_sub(&m->wb_waiters, 1);
+	pthread_mutex_unlock(&m->wb_sync_mutex);
+}
+
 void pc_set_page_writeback(struct pc_page *page)
 {
 	struct pc_mapping *m = pc_page_mapping(page);
 	bool was;
 
 	assert(PageLocked(page) && m);
+	epoch_enter(m, page);
 	was = TestSetPageWriteback(page);
 	assert(!was);
 	(void)was;
@@ -326,6 +387,7 @@ void pc_end_page_writeback(struct pc_page *page, int err)
 		mlog_err("page cache: write of page %llu failed: %s",
 			 (unsigned long long)pc_page_index(page), strerror(-err));
 	}
+	epoch_leave(m, (atomic_load(&page->flags) >> PG_wb_epoch) & 1);
 	atomic_fetch_sub(&m->nr_writeback, 1);
 	atomic_fetch_add(&c->written, 1);
 	atomic_fetch_sub(&c->nr_writeback, 1);

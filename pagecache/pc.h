@@ -75,6 +75,7 @@ enum pc_page_flag {
 	PG_readahead,     /* core: reaching this page starts async readahead */
 	PG_promote,       /* core: accessed again while inactive */
 	PG_waiters,       /* core: a thread sleeps on a bit of this page */
+	PG_wb_epoch,      /* core: the writeback epoch counting this page */
 	PG_NR_FLAGS
 };
 

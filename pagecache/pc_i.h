@@ -127,6 +127,20 @@ struct pc_mapping {
 	_Atomic uint64_t nr_dirty, nr_writeback;
 	_Atomic int wb_err;
 
+	/*
+	 * Pages under writeback, counted in two epochs (PG_wb_epoch says
+	 * which): a sync of the whole mapping moves new writeback to the
+	 * other epoch and waits until the one it left drains, rather than
+	 * walk every page (pc_wait_all_writeback).
+	 */
+	_Atomic uint32_t wb_epoch;
+	_Atomic uint64_t wb_count[2];
+	_Atomic uint32_t wb_waiters;
+	pthread_mutex_t wb_sync_mutex;         /* one such sync at a time;
+	                                          before wb_wait_lock */
+	pthread_mutex_t wb_wait_lock;          /* a leaf */
+	pthread_cond_t wb_wait_cond;           /* an epoch drained */
+
 	uint64_t *dq;                          /* dirtied indexes, m->lock */
 	size_t dq_len, dq_cap;
 	bool dq_lost;                          /* an index could not be queued */
@@ -209,12 +223,20 @@ void pc_index_delete(struct pc_mapping *m, struct pc_page *p);
 struct pc_iter {
 	uint64_t start, end, next;
 	uint32_t bucket;
+	uint32_t want;               /* flags a page must have (PF()); 0: any */
 	bool probe, done;
 };
 void pc_iter_init(struct pc_mapping *m, struct pc_iter *it, uint64_t start,
 		  uint64_t end);
+/* Only pages with one of the flags @want (PF()) set when the walk passes
+ * them: a walk for the few dirty pages or pages under writeback of a big
+ * mapping takes no reference to the others. */
+void pc_iter_want(struct pc_iter *it, uint32_t want);
 unsigned int pc_iter_next(struct pc_mapping *m, struct pc_iter *it,
 			  struct pc_page **pages, unsigned int max);
+
+/* Wait for every write of @m's pages in flight when called (page.c). */
+void pc_wait_all_writeback(struct pc_mapping *m);
 
 /* ---- mapping.c ---- */
 struct pc_page *pc_lookup(struct pc_mapping *m, uint64_t index, bool count);

@@ -258,6 +258,7 @@ static bool wb_walk(struct wb_ctx *w)
 	bool kept = false;
 
 	pc_iter_init(w->m, &it, w->first, w->last);
+	pc_iter_want(&it, PF(PG_dirty));
 	while ((n = pc_iter_next(w->m, &it, pages, 64)))
 		for (unsigned int i = 0; i < n; i++)
 			kept |= wb_page(w, pages[i]);
@@ -343,7 +344,13 @@ static void wait_range(struct pc_mapping *m, uint64_t first, uint64_t last)
 
 	if (!atomic_load(&m->nr_writeback))
 		return;
+	/* A range past the pages there are would walk them all. */
+	if (last - first > atomic_load(&m->nrpages)) {
+		pc_wait_all_writeback(m);
+		return;
+	}
 	pc_iter_init(m, &it, first, last);
+	pc_iter_want(&it, PF(PG_writeback));
 	while ((n = pc_iter_next(m, &it, pages, 64))) {
 		for (unsigned int i = 0; i < n; i++) {
 			pc_wait_on_page_writeback(pages[i]);
