@@ -351,8 +351,11 @@ static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
 			return err;
 	}
 	err = mfs_bmap_alloc(n, h, idx, pblk, isnew);
+	/* A page the write fills whole needs no zeros first: it stays locked
+	 * until the bytes are in, and nobody reads a page without its lock. */
 	if (!err && !PageUptodate(pg)) {
-		memset(pg->data, 0, bs);
+		if (!whole)
+			memset(pg->data, 0, bs);
 		SetPageUptodate(pg);
 	}
 	if (err) {
