@@ -105,6 +105,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int err = mfs_lookup(fs_of(req), cred_of(req, &cb), to_mfs(parent), name,
 			     &st, &gen);
 
+	/* A name that is not there is cached by the kernel like one that
+	 * is (ino 0): every name is made through it, and it drops the
+	 * negative entry then. */
+	if (err == -ENOENT) {
+		struct fuse_entry_param e = { .entry_timeout = ATTR_TIMEOUT };
+
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	reply_entry(req, err, &st, gen);
 }
 
