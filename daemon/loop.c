@@ -9,8 +9,9 @@
  * to the caller.  Most requests are answered from the cache without
  * sleeping, so here the thread that reads a request serves it too and
  * then reads the next, as a single-threaded loop does.  Only when it is
- * about to sleep (on I/O, a commit, a lock's holder: ut_blocking(), which
- * the layers below call before every such wait) does it hand the reading
+ * about to sleep (on I/O, a commit, a page another thread holds:
+ * ut_blocking(), which the layers below call before every such wait; a
+ * mutex is held too briefly to count) does it hand the reading
  * to another thread, woken or started for it.  That one serves the
  * requests that come meanwhile, so a request that waits never holds up
  * the others, and a thread that has served its request and finds the
@@ -203,7 +204,7 @@ static bool wait_finished(struct loop *l)
 /*
  * Serve requests until the kernel ends the session or a signal asks to
  * stop.  The threads block the signals libfuse's handlers catch, so these
- * reach this thread, asleep in sem_wait() until then.  Stopping cancels
+ * reach this thread, asleep in sem_timedwait() until then.  Stopping cancels
  * the thread asleep in read() and lets the others finish what they serve.
  */
 int mfs_fuse_loop(struct fuse_session *se)
