@@ -57,8 +57,8 @@
 #
 # Environment: FS, WORKLOADS, ROUNDS (5), WORK (/var/tmp/miscfs-bench),
 # OUT ($WORK/results), SIZE (image size, 2G), CACHE (miscfs cache_size,
-# 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (20000),
-# DBENCH_TIME (30), FIO_TIME (20), SCALE (0), TIMEOUT (1800 s for one
+# 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
+# DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
 # command of a workload), BUILD (build).  QUICK=1 makes every default
 # tiny (SEQ=64M NFILES=2000 NLOOKUP=5000 NMETA=2000 DBENCH_TIME=5
 # FIO_TIME=3 ROUNDS=1) to check the harness in a minute or two.
@@ -95,9 +95,9 @@ CACHE=${CACHE:-256M}
 SEQ=${SEQ:-1G}
 NFILES=${NFILES:-20000}
 NLOOKUP=${NLOOKUP:-100000}
-NMETA=${NMETA:-20000}
+NMETA=${NMETA:-10000}
 DBENCH_TIME=${DBENCH_TIME:-30}
-FIO_TIME=${FIO_TIME:-20}
+FIO_TIME=${FIO_TIME:-15}
 TIMEOUT=${TIMEOUT:-1800}
 
 say() { printf '%s\n' "$*" >&2; }
