@@ -110,14 +110,29 @@ tmo() { timeout -k 10 "$TIMEOUT" "$@"; }
 # try CMD...: runs CMD in a subshell that stops at its first error, and
 # leaves its exit status in $try_rc (bash ignores errexit inside a
 # function called from an if or a || list, so never test try itself).
+# The subshell runs in the background so that a signal reaches our trap
+# at once instead of when the workload ends; the trap then stops it.
+try_pid=
 try() {
 	set +e
 	(
 		set -e
 		"$@"
-	)
+	) &
+	try_pid=$!
+	wait "$try_pid"
 	try_rc=$?
+	try_pid=
 	set -e
+}
+
+# PID and everything it started (a detached daemon is no longer among them).
+kill_tree() {
+	local c
+	for c in $(ps -o pid= --ppid "$1"); do
+		kill_tree "$c"
+	done
+	kill -KILL "$1" 2>/dev/null || true
 }
 
 # ---------------------------------------------------------------- checks
@@ -196,6 +211,12 @@ cleanup() {
 	local rc=$? m pid img loop pids=()
 	set +e
 	trap - EXIT INT TERM
+	exec 2>&3 # a signal can come while a workload's log is stderr
+	if [ -n "$try_pid" ]; then
+		say "cleanup: stopping the running workload"
+		kill_tree "$try_pid"
+		wait "$try_pid" 2>/dev/null
+	fi
 	# FUSE mounts first: passthrough's daemon holds its lower ext4 busy.
 	while read -r _ m; do
 		[ -n "$m" ] || continue
@@ -227,6 +248,7 @@ cleanup() {
 	rm -rf "$state"
 	exit "$rc"
 }
+exec 3>&2
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -815,4 +837,4 @@ echo "run time: $(since "$start") s" >> "$OUT/machine.txt"
 report
 plot
 cat "$OUT/table.md"
-say "results in $OUT (table.md, raw.tsv, machine.txt, ratios.svg, log/)"
+say "results in $OUT: $(cd "$OUT" && for f in table.md raw.tsv machine.txt ratios.svg log; do [ -e "$f" ] && echo "$f"; done | paste -sd ' ')"
