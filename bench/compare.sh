@@ -25,7 +25,13 @@
 #                   from libfuse3-dev's documentation, with -o source=DIR
 #                   only (its defaults otherwise: cache=auto, timeout=1,
 #                   no writeback cache, multithreaded), DIR on kernel ext4
-#                   (data=ordered) on a loop device: FUSE over ext4
+#                   (data=ordered) on a loop device: FUSE over ext4.  It
+#                   keeps a descriptor open for each inode the kernel
+#                   knows: it runs with the soft open-file limit raised to
+#                   the hard one, the kernel's dentries and inodes are
+#                   dropped before each of its workloads (so that it
+#                   closes those of the one before), and a workload that
+#                   needs more inodes at once than the limit fails on it
 # A filesystem that cannot run here is reported as skipped.  The ext4
 # images (all three kinds) are made with lazy_itable_init=0 so that no
 # background initialisation runs during the workloads; every image gets
@@ -59,7 +65,9 @@
 # OUT ($WORK/results), SIZE (image size, 2G), CACHE (miscfs cache_size,
 # 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
 # DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
-# command of a workload), BUILD (build).  QUICK=1 makes every default
+# command of a workload), BUILD (build).  REMAKE=1 runs nothing but
+# makes table.md and ratios.svg again from $OUT/raw.tsv (after merging
+# the lines of several runs into it, say).  QUICK=1 makes every default
 # tiny (SEQ=64M NFILES=2000 NLOOKUP=5000 NMETA=2000 DBENCH_TIME=5
 # FIO_TIME=3 ROUNDS=1) to check the harness in a minute or two.
 #
@@ -137,7 +145,8 @@ kill_tree() {
 
 # ---------------------------------------------------------------- checks
 
-if [ "$(id -u)" != 0 ]; then
+REMAKE=${REMAKE:-0}
+if [ "$(id -u)" != 0 ] && [ "$REMAKE" != 1 ]; then
 	say "compare.sh needs root: it drops the kernel's caches and uses loop devices"
 	exit 77
 fi
@@ -169,8 +178,10 @@ done
 mkdir -p "$WORK/img" "$WORK/mnt" "$OUT/log"
 state=$(mktemp -d "$WORK/state.XXXXXX")
 raw=$OUT/raw.tsv
-printf 'fs\tworkload\tround\tvalue\tunit\n' > "$raw"
-: > "$OUT/skipped.txt"
+if [ "$REMAKE" != 1 ]; then
+	printf 'fs\tworkload\tround\tvalue\tunit\n' > "$raw"
+	: > "$OUT/skipped.txt"
+fi
 
 # ---------------------------------------------------------------- cleanup
 
@@ -320,7 +331,11 @@ fs_mount() {
 		mkdir -p "$lower"
 		mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$lower"
 		mkdir -p "$lower/data"
-		"$WORK/passthrough/passthrough_ll" -o "source=$lower/data" "$mnt" ;;
+		# It holds a descriptor for each inode the kernel knows.
+		(
+			ulimit -n "$(ulimit -Hn)"
+			exec "$WORK/passthrough/passthrough_ll" -o "source=$lower/data" "$mnt"
+		) ;;
 	esac
 	wait_mounted "$mnt"
 }
@@ -430,12 +445,23 @@ emit_cmd() {
 	emit "$1" "$v"
 }
 
+# What a workload left for the next ones: only what it finished counts.
+made() { touch "$state/made-$FS_NOW-$1"; }
+was_made() { [ -e "$state/made-$FS_NOW-$1" ]; }
+
 have_seq() {
-	[ -f "$MNT/seq" ] || "$build/bench/fsops" seqwrite "$MNT/seq" "$SEQ"
+	was_made seq && return 0
+	rm -f "$MNT/seq"
+	"$build/bench/fsops" seqwrite "$MNT/seq" "$SEQ"
+	made seq
 }
 
 have_tree() {
-	[ -d "$MNT/tree" ] || { mkdir "$MNT/tree" && tar -C "$MNT/tree" -xf "$WORK/include.tar"; }
+	was_made tree && return 0
+	rm -rf "$MNT/tree"
+	mkdir "$MNT/tree"
+	tar -C "$MNT/tree" -xf "$WORK/include.tar"
+	made tree
 }
 
 fio_iops() {
@@ -449,7 +475,10 @@ print("%.1f" % json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]["iops"])' \
 		"$state/fio.json" "$dir"
 }
 
-wl_seqwrite() { emit_cmd seqwrite tmo "$build/bench/fsops" seqwrite "$MNT/seq" "$SEQ"; }
+wl_seqwrite() {
+	emit_cmd seqwrite tmo "$build/bench/fsops" seqwrite "$MNT/seq" "$SEQ"
+	made seq
+}
 
 wl_seqread() {
 	have_seq
@@ -480,6 +509,7 @@ wl_tar() {
 	tmo tar -C "$MNT/tree" -xf "$WORK/include.tar"
 	sync -f "$MNT"
 	emit tar "$(since "$t0")"
+	made tree
 }
 
 wl_finddu() {
@@ -494,6 +524,7 @@ wl_finddu() {
 wl_rm() {
 	local t0
 	have_tree
+	rm -f "$state/made-$FS_NOW-tree"
 	t0=$(now)
 	tmo rm -rf "$MNT/tree"
 	sync -f "$MNT"
@@ -574,6 +605,8 @@ run_workload() {
 	log=$OUT/log/$fs-$wl-r$r.log
 	printf '[round %d/%d] %s: %s ... ' "$r" "$ROUNDS" "$fs" "$wl" >&2
 	: > "$state/fig"
+	# passthrough_ll closes its descriptors when the kernel forgets.
+	[ "$fs" != passthrough ] || echo 2 > /proc/sys/vm/drop_caches
 	try in_workload "$fs" "$wl" > "$log" 2>&1
 	wl_rc=$try_rc
 	for f in $(figures_of "$wl"); do
@@ -617,6 +650,7 @@ session() { # FS ROUND SIZE INODES WORKLOADS...
 	local fs=$1 r=$2 size=$3 inodes=$4 wl failed=
 	shift 4
 	: > "$state/rss"
+	rm -f "$state/made-$fs-"*
 	try fs_make_mount "$fs" "$size" "$inodes" > "$OUT/log/$fs-mkfs-r$r.log" 2>&1
 	if [ "$try_rc" -ne 0 ]; then
 		say "[round $r/$ROUNDS] $fs: mkfs or mount failed (see $OUT/log/$fs-mkfs-r$r.log)"
@@ -793,7 +827,7 @@ set grid ytics
 set ylabel 'ratio (above 1: the first named is better)'
 set xtics rotate by -30 nomirror
 set key outside top center horizontal
-set title 'miscfs next to its peers: medians of $ROUNDS round(s)'
+set title 'miscfs next to its peers (medians of the rounds)'
 set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb '#000000' front
 n = $(head -n1 "$OUT/ratios.tsv" | awk -F'\t' '{ print NF }')
 plot for [i=2:n] '$OUT/ratios.tsv' using i:xtic(1) title columnheader(i)
@@ -802,6 +836,14 @@ EOF
 
 # ------------------------------------------------------------------- main
 
+if [ "$REMAKE" = 1 ]; then
+	[ -f "$raw" ] || die "no $raw to make the table from"
+	touch "$OUT/skipped.txt"
+	report
+	plot
+	cat "$OUT/table.md"
+	exit 0
+fi
 RUN_FS=
 for fs in $FS; do
 	why=$(why_not "$fs")
