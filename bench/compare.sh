@@ -718,6 +718,7 @@ for o in json.load(open(sys.argv[1])):
 	echo "kernel: $(uname -r)"
 	echo "cpu: $(nproc) x $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 	echo "memory: $(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)"
 	dev=$(findmnt -no SOURCE -T "$WORK" 2>/dev/null || true)
 	echo "disk: $WORK on $dev, $(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || true); $(lsblk -dno MODEL,SIZE,ROTA "$dev" 2>/dev/null | tr -s ' ' || true) (ROTA 0: not rotational)"
 	echo "packages: $(dpkg-query -W -f '${Package} ${Version}, ' fuse3 libfuse3-3 e2fsprogs fuse2fs fio dbench 2>/dev/null | sed 's/, $//' || true)"
@@ -876,6 +877,7 @@ for r in $(seq "$ROUNDS"); do
 done
 say "all rounds done in $(awk -v s="$(since "$start")" 'BEGIN { printf "%d min %d s", s / 60, s % 60 }')"
 echo "run time: $(since "$start") s" >> "$OUT/machine.txt"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 report
 plot
 cat "$OUT/table.md"
