@@ -720,7 +720,7 @@ for o in json.load(open(sys.argv[1])):
 	echo "memory: $(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the figures)"
 	dev=$(findmnt -no SOURCE -T "$WORK" 2>/dev/null || true)
-	echo "disk: $WORK on $dev, $(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || true); $(lsblk -dno MODEL,SIZE,ROTA "$dev" 2>/dev/null | tr -s ' ' || true) (ROTA 0: not rotational)"
+	echo "disk: $WORK on $dev, $(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || true); $(lsblk -dno SIZE,ROTA "$dev" 2>/dev/null | awk '{ print $1 ", rotational: " ($2 ? "yes" : "no") }' || true)"
 	echo "packages: $(dpkg-query -W -f '${Package} ${Version}, ' fuse3 libfuse3-3 e2fsprogs fuse2fs fio dbench 2>/dev/null | sed 's/, $//' || true)"
 	echo "settings: ROUNDS=$ROUNDS SIZE=$SIZE CACHE=$CACHE SEQ=$SEQ NFILES=$NFILES NLOOKUP=$NLOOKUP NMETA=$NMETA DBENCH_TIME=$DBENCH_TIME FIO_TIME=$FIO_TIME SCALE=$SCALE"
 	echo "filesystems: $FS"
