@@ -189,9 +189,9 @@ fi
 daemon_pid() {
 	local mnt=$1 p args a comm
 	for p in /proc/[0-9]*; do
-		read -r comm < "$p/comm" 2>/dev/null || continue
+		read -r comm 2>/dev/null < "$p/comm" || continue
 		case $comm in miscfs | fuse2fs | passthrough_ll) ;; *) continue ;; esac
-		mapfile -d '' args < "$p/cmdline" 2>/dev/null || continue
+		mapfile -d "" args 2>/dev/null < "$p/cmdline" || continue
 		for a in "${args[@]:1}"; do
 			[ "$a" = "$mnt" ] && { echo "${p#/proc/}"; return 0; }
 		done
