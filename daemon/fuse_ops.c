@@ -296,13 +296,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * shared mapping stored before msync, as POSIX wants.  direct_io
 	 * would lose that, and libfuse 3.14 cannot ask for shared mappings
 	 * of direct_io files (FUSE_DIRECT_IO_ALLOW_MMAP came later).
-	 * For the same reason what the kernel cached of a file stays valid
-	 * from one open to the next (keep_cache): every change of a file's
-	 * bytes comes through this mount, and the kernel drops or updates
-	 * its pages itself on write, truncate, fallocate and copy_file_range.
+	 * keep_cache stays 0: an open drops what an earlier one cached.
 	 */
 	fi->direct_io = mfs_file_direct(f);
-	fi->keep_cache = !fi->direct_io;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		mfs_release(fs_of(req), f);      /* the caller was interrupted */
 }
@@ -327,7 +323,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = mfs_file_direct(f);    /* O_CREAT of the statistics */
-	fi->keep_cache = !fi->direct_io;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		mfs_release(fs_of(req), f);
 		mfs_forget(fs_of(req), to_mfs(e.ino), 1);
