@@ -387,10 +387,12 @@ void pc_end_page_writeback(struct pc_page *page, int err)
 		mlog_err("page cache: write of page %llu failed: %s",
 			 (unsigned long long)pc_page_index(page), strerror(-err));
 	}
-	epoch_leave(m, (atomic_load(&page->flags) >> PG_wb_epoch) & 1);
 	atomic_fetch_sub(&m->nr_writeback, 1);
 	atomic_fetch_add(&c->written, 1);
 	atomic_fetch_sub(&c->nr_writeback, 1);
+	/* A sync waiting by epochs goes on from here: the counters are
+	 * settled, and @m is still there until the bit is cleared. */
+	epoch_leave(m, (atomic_load(&page->flags) >> PG_wb_epoch) & 1);
 	clear_bit_wake(page, PG_writeback);
 	pc_progress(c);
 	end_done(c);
