@@ -296,7 +296,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * shared mapping stored before msync, as POSIX wants.  direct_io
 	 * would lose that, and libfuse 3.14 cannot ask for shared mappings
 	 * of direct_io files (FUSE_DIRECT_IO_ALLOW_MMAP came later).
-	 * keep_cache stays 0: an open drops what an earlier one cached.
+	 * keep_cache stays 0: an open drops what an earlier one cached.  A
+	 * read the kernel answers from its cache never reaches the core,
+	 * which then could not move the atime as relatime (or the absence
+	 * of chattr +A) wants.
 	 */
 	fi->direct_io = mfs_file_direct(f);
 	if (fuse_reply_open(req, fi) == -ENOENT)
