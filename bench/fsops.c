@@ -94,10 +94,21 @@ static void write_all(int fd, const char *buf, size_t len, const char *path)
 	}
 }
 
+/* @size bytes of @buf's first CHUNK, over and over. */
+static void write_size(int fd, const char *buf, uint64_t size, const char *path)
+{
+	while (size) {
+		size_t n = size < CHUNK ? (size_t)size : CHUNK;
+
+		write_all(fd, buf, n, path);
+		size -= n;
+	}
+}
+
 static int seqwrite(char **argv)
 {
 	const char *path = argv[0];
-	uint64_t size = number(argv[1]), left = size, t0;
+	uint64_t size = number(argv[1]), t0;
 	char *buf = chunk();
 	int fd;
 
@@ -105,12 +116,7 @@ static int seqwrite(char **argv)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
 		die("open", path);
-	while (left) {
-		size_t n = left < CHUNK ? (size_t)left : CHUNK;
-
-		write_all(fd, buf, n, path);
-		left -= n;
-	}
+	write_size(fd, buf, size, path);
 	if (fsync(fd))
 		die("fsync", path);
 	if (close(fd))
@@ -169,12 +175,7 @@ static void make_file(const char *path, const char *data, uint64_t size)
 
 	if (fd < 0)
 		die("create", path);
-	while (size) {
-		size_t n = size < CHUNK ? (size_t)size : CHUNK;
-
-		write_all(fd, data, n, path);
-		size -= n;
-	}
+	write_size(fd, data, size, path);
 	if (close(fd))
 		die("close", path);
 }
