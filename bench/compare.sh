@@ -281,7 +281,7 @@ note_rss() {
 	awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" >> "$state/rss" 2>/dev/null || true
 }
 
-# fs_make FS SIZE INODES: a fresh image, and its loop device if it needs one.
+# fs_make FS SIZE INODES: a fresh image of SIZE bytes, and its loop device if it needs one.
 fs_make() {
 	local fs=$1 size=$2 inodes=$3 img
 	img=$(img_of "$fs")
@@ -290,8 +290,13 @@ fs_make() {
 	miscfs | miscfs-journal)
 		"$build/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
 	*)
-		mkfs.ext4 -F -q -N "$inodes" -E lazy_itable_init=0,lazy_journal_init=0 "$img" "$size" ;;
+		# A bare number would be a count of blocks to mkfs.ext4.
+		mkfs.ext4 -F -q -N "$inodes" -E lazy_itable_init=0,lazy_journal_init=0 \
+			"$img" "$((size / 1024))k" ;;
 	esac
+	# Every filesystem gets the same room.
+	[ "$(stat -c %s "$img")" -eq "$size" ] ||
+		{ echo "$img: $(stat -c %s "$img") bytes, not $size"; return 1; }
 	case $fs in
 	ext4 | ext4-journal | passthrough) losetup -f --show "$img" >/dev/null ;;
 	esac
