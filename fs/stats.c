@@ -109,6 +109,8 @@ static void jnl_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "jnl_committed_tid", st.committed_tid);
 	put(o, "jnl_log_used", st.log_used);
 	put(o, "jnl_log_size", st.log_size);
+	put(o, "jnl_copy_bytes", st.copy_bytes);
+	put(o, "jnl_copy_bytes_held", st.copy_bytes_held);
 }
 
 /* The source's lines after ours; the source is called under stats_lock

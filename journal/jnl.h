@@ -183,6 +183,9 @@ struct jnl_stats {
 	uint32_t pinned, pinned_max;       /* pages held now, and at most */
 	uint32_t committed_tid, running_tid;
 	uint32_t log_used, log_size;
+	/* Bytes of block copies in use (frozen file data, a commit's and a
+	 * checkpoint's snapshots), and the most ever held for them. */
+	uint64_t copy_bytes, copy_bytes_held;
 };
 
 /*

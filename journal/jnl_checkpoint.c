@@ -73,7 +73,7 @@ static int gather(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
 			jnl_buf_release_if_idle(j, jb);
 			continue;
 		}
-		copy = bdev_alloc_buf(bs);
+		copy = ut_pool_get(&j->j_copies);
 		if (!copy)
 			return -ENOMEM;
 		memcpy(copy, jnl_buf_data(jb), bs);
@@ -90,10 +90,10 @@ static int gather(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
 }
 
 /* The copies are written (or failed): the buffers may go (j_lock held). */
-static void release_batch(struct cp_batch *b)
+static void release_batch(struct jnl *j, struct cp_batch *b)
 {
 	for (uint32_t i = 0; i < b->n; i++) {
-		bdev_free_buf(b->copies[i]);
+		ut_pool_put(&j->j_copies, b->copies[i]);
 		b->bufs[i]->b_cp_busy = false;
 	}
 }
@@ -168,7 +168,7 @@ int jnl_checkpoint_one(struct jnl *j)
 	pthread_mutex_lock(&j->j_lock);
 	if (err && !j->j_aborted && t)
 		jnl_abort(j, err, "checkpoint");
-	release_batch(b);
+	release_batch(j, b);
 	if (t && !err)
 		retire(j, t, b);
 	pthread_cond_broadcast(&j->j_wait_done);

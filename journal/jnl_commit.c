@@ -32,10 +32,10 @@ struct commit {
 	uint32_t nordered;
 };
 
-static void commit_free(struct commit *c)
+static void commit_free(struct jnl *j, struct commit *c)
 {
 	for (uint32_t i = 0; i < c->n; i++)
-		bdev_free_buf((void *)c->blocks[i].data);
+		ut_pool_put(&j->j_copies, (void *)c->blocks[i].data);
 	free(c->blocks);
 	free(c->bufs);
 	free(c->ordered);
@@ -98,7 +98,7 @@ static int snapshot(struct jnl *j, struct jnl_tx *t, struct commit *c)
 		return -ENOMEM;
 	ut_list_for_each_safe(pos, tmp, &t->t_bufs) {
 		struct jnl_buf *jb = ut_list_entry(pos, struct jnl_buf, b_tx_link);
-		void *copy = jb->b_dirty ? bdev_alloc_buf(bs) : NULL;
+		void *copy = jb->b_dirty ? ut_pool_get(&j->j_copies) : NULL;
 
 		if (jb->b_dirty && !copy)
 			return -ENOMEM;
@@ -320,7 +320,7 @@ int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)
 	if (!err)
 		err = write_log(j, t, &c, &end);
 	finish(j, t, &c, end, err, t0);
-	commit_free(&c);
+	commit_free(j, &c);
 	if (err)
 		jnl_report_abort(j);
 	return err;

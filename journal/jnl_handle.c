@@ -386,7 +386,7 @@ int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 
 	if (!h->h_tx)
 		return -EINVAL;
-	copy = bdev_alloc_buf(j->j_geom.bs);
+	copy = ut_pool_get(&j->j_copies);
 	if (!copy)
 		return handle_error(h, -ENOMEM);
 	memcpy(copy, pg->data, j->j_geom.bs);
@@ -396,7 +396,7 @@ int jnl_journal_data(struct jnl_handle *h, struct pc_page *pg, uint64_t home)
 	if (err && jb)
 		jnl_buf_release_if_idle(j, jb);      /* one made for nothing */
 	pthread_mutex_unlock(&j->j_lock);
-	bdev_free_buf(copy);
+	ut_pool_put(&j->j_copies, copy);
 	return credits_error(h, err);
 }
 

@@ -140,6 +140,9 @@ struct jnl {
 	                                    frozen copies of file data */
 	_Atomic uint32_t j_nfrozen;      /* buffers with a frozen copy: a
 	                                    read needs no j_lock without one */
+	struct ut_pool j_copies;         /* frozen, commit and checkpoint
+	                                    copies of blocks; its lock is a
+	                                    leaf, taken under j_lock */
 	struct jnl_stats j_stats;
 
 	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time;

@@ -30,7 +30,7 @@ void jnl_buf_set_frozen(struct jnl *j, struct jnl_buf *jb, void *data)
 	if (!jb->b_frozen != !data)
 		atomic_fetch_add_explicit(&j->j_nfrozen, data ? 1 : -1,
 					  memory_order_release);
-	bdev_free_buf(jb->b_frozen);
+	ut_pool_put(&j->j_copies, jb->b_frozen);
 	jb->b_frozen = data;
 }
 
@@ -315,6 +315,7 @@ void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
 	st->log_used = jnl_log_used(j);
 	st->log_size = j->j_loglen;
 	pthread_mutex_unlock(&j->j_lock);
+	ut_pool_usage(&j->j_copies, &st->copy_bytes, &st->copy_bytes_held);
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -370,7 +371,9 @@ static int init_state(struct jnl *j, const struct jnl_config *cfg)
 		buckets *= 2;
 	j->j_hash = calloc(buckets, sizeof(*j->j_hash));
 	j->j_hash_mask = buckets - 1;
-	return j->j_hash ? 0 : -ENOMEM;
+	if (!j->j_hash)
+		return -ENOMEM;
+	return ut_pool_init(&j->j_copies, j->j_geom.bs);
 }
 
 static void init_sync(struct jnl *j)
@@ -392,6 +395,7 @@ static void destroy(struct jnl *j)
 	pthread_cond_destroy(&j->j_wait_commit);
 	pthread_cond_destroy(&j->j_wait_done);
 	free(j->j_hash);
+	ut_pool_destroy(&j->j_copies);
 	free(j);
 }
 

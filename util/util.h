@@ -123,4 +123,26 @@ static inline void ut_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
 	pthread_cond_wait(cond, lock);
 }
 
+/*
+ * A pool of buffers of one size (a power of two), shared by all threads,
+ * for blocks allocated on one thread and freed on another.  Buffers are
+ * aligned to their size, up to a page.  The pool keeps its peak: memory
+ * it mapped stays with it until ut_pool_destroy().
+ */
+struct ut_pool_chunk;
+struct ut_pool {
+	pthread_mutex_t lock;        /* everything below; a leaf lock */
+	size_t size;
+	void *free;                  /* linked through each buffer's first word */
+	struct ut_pool_chunk *chunks;
+	uint64_t used, total;        /* buffers handed out, buffers mapped */
+};
+
+int ut_pool_init(struct ut_pool *p, size_t size);
+void ut_pool_destroy(struct ut_pool *p);
+void *ut_pool_get(struct ut_pool *p);           /* NULL: out of memory */
+void ut_pool_put(struct ut_pool *p, void *buf); /* NULL is fine */
+/* Bytes handed out now, and bytes the pool holds. */
+void ut_pool_usage(struct ut_pool *p, uint64_t *used, uint64_t *held);
+
 #endif /* MISCFS_UTIL_H */

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The daemon's peak memory stays within its cache size plus 64 MiB while
+# two writers fill a file each, with data=journal (every data block is
+# copied for the journal, by whichever thread serves the write) and with
+# data=ordered: copies made on one thread and freed on another must not
+# pile up in the allocator's per-thread arenas.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/mount.sh"
+
+cache_mib=64
+limit_kib=$(((cache_mib + 64) * 1024))
+
+peak_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$daemon/status"; }
+
+for mode in journal ordered; do
+	expect_status 0 "$MKFS" -q -F "$img" 2G
+	start -o "cache_size=${cache_mib}M,data=$mode"
+	for w in 1 2; do
+		dd if=/dev/zero of="$mnt/f$w" bs=1M count=384 conv=fsync status=none &
+	done
+	wait_jobs=$(jobs -p | grep -vx "$daemon")
+	for p in $wait_jobs; do wait "$p" || fail "dd ($mode)"; done
+	peak=$(peak_kib)
+	held=$(sed -n 's/^jnl_copy_bytes_held: //p' "$mnt/.miscfs/stats")
+	echo "data=$mode: peak $((peak / 1024)) MiB, journal copies held $((held >> 20)) MiB"
+	[ "$peak" -le "$limit_kib" ] ||
+		fail "data=$mode: peak RSS $((peak / 1024)) MiB > $((limit_kib / 1024)) MiB"
+	unmount
+done
