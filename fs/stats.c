@@ -105,6 +105,7 @@ static void jnl_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "jnl_commit_max_us", st.commit_ns_max / 1000);
 	put(o, "jnl_checkpoints", st.checkpoints);
 	put(o, "jnl_log_full_waits", st.log_full_waits);
+	put(o, "jnl_early_checkpoints", st.early_checkpoints);
 	put(o, "jnl_pinned", st.pinned);
 	put(o, "jnl_committed_tid", st.committed_tid);
 	put(o, "jnl_log_used", st.log_used);

@@ -110,6 +110,13 @@ struct jnl_config {
 	 */
 	uint32_t max_pinned;
 	/*
+	 * How full the log may get, in percent, before the commit thread
+	 * writes the oldest committed transactions home on its own, so that
+	 * writers seldom find the log full and wait (0: 50; 100: never, the
+	 * log is then made room for only when a handle needs it).
+	 */
+	unsigned int checkpoint_percent;
+	/*
 	 * Ordered mode, in two halves as jbd2 has them: submit_ordered starts
 	 * writing inode @ji's dirty data home (pc_write_range), then, once
 	 * every inode of the transaction is submitted, wait_ordered waits for
@@ -177,6 +184,7 @@ struct jnl_handle {
 struct jnl_stats {
 	uint64_t commits, handles, blocks_logged, revokes;
 	uint64_t checkpoints, blocks_checkpointed, log_full_waits;
+	uint64_t early_checkpoints;        /* batches before the log was full */
 	/* Commits from locking the transaction to its commit block on disk:
 	 * the sum (mean = commit_ns_total / commits) and the longest. */
 	uint64_t commit_ns_total, commit_ns_max;

@@ -243,6 +243,8 @@ static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
 			ut_list_add_tail(&j->j_checkpoint, &t->t_cp_link);
 		count_commit(j, t0);
 		j->j_stats.blocks_logged += c->n;
+		if (jnl_checkpoint_due(j))     /* committed by a writer */
+			pthread_cond_signal(&j->j_wait_commit);
 	}
 	j->j_commit_done = tid;   /* even on error: waiters see j_aborted */
 	pthread_cond_broadcast(&j->j_wait_done);

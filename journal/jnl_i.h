@@ -155,6 +155,7 @@ struct jnl {
 uint32_t jnl_tx_reservation(const struct jnl *j, uint32_t credits);
 /* Log blocks in use by committed transactions (j_lock held). */
 uint32_t jnl_log_used(const struct jnl *j);
+bool jnl_checkpoint_due(const struct jnl *j);   /* j_lock held */
 
 struct jnl_buf *jnl_buf_find(struct jnl *j, uint64_t home);
 /* The buffer of block @home, created (pinning @pg, unless NULL) if there

@@ -191,6 +191,16 @@ static bool commit_due(const struct jnl *j, uint64_t now)
 	       t->t_credits >= j->j_max_tx;
 }
 
+/* More than half the log holds transactions that could go home: the
+ * commit thread writes the oldest home now, while writers still have
+ * room, rather than a writer when the log is full and it has to wait. */
+bool jnl_checkpoint_due(const struct jnl *j)
+{
+	return !j->j_stop && !j->j_aborted && !ut_list_empty(&j->j_checkpoint) &&
+	       (uint64_t)jnl_log_used(j) * 100 >
+		       (uint64_t)j->j_loglen * j->j_cfg.checkpoint_percent;
+}
+
 static void wait_for_work(struct jnl *j)
 {
 	struct timespec until;
@@ -208,7 +218,8 @@ static void *commit_thread(void *arg)
 
 	pthread_mutex_lock(&j->j_lock);
 	for (;;) {
-		while (!j->j_stop && (j->j_aborted || !commit_due(j, ut_now_ns())))
+		while (!j->j_stop && (j->j_aborted || !commit_due(j, ut_now_ns())) &&
+		       !jnl_checkpoint_due(j))
 			wait_for_work(j);
 		if (commit_due(j, ut_now_ns()) && !j->j_aborted) {
 			struct jnl_tx *t = j->j_running;
@@ -216,6 +227,17 @@ static void *commit_thread(void *arg)
 			pthread_mutex_unlock(&j->j_lock);
 			jnl_commit_tx(j, t);
 			pthread_mutex_lock(&j->j_lock);
+			continue;
+		}
+		if (jnl_checkpoint_due(j)) {
+			int done;
+
+			j->j_stats.early_checkpoints++;
+			pthread_mutex_unlock(&j->j_lock);
+			done = jnl_checkpoint_one(j);
+			pthread_mutex_lock(&j->j_lock);
+			if (done <= 0)       /* nothing went home: no spinning */
+				wait_for_work(j);
 			continue;
 		}
 		if (j->j_stop)
@@ -353,6 +375,8 @@ static int init_state(struct jnl *j, const struct jnl_config *cfg)
 	j->j_cfg = *cfg;
 	if (!j->j_cfg.commit_interval_ms)
 		j->j_cfg.commit_interval_ms = 5000;
+	if (!j->j_cfg.checkpoint_percent)
+		j->j_cfg.checkpoint_percent = 50;
 	j->j_geom.first = le32toh(j->j_sb.s_first);
 	j->j_geom.seed = le64toh(j->j_sb.s_csum_seed);
 	j->j_loglen = j->j_geom.nblocks - j->j_geom.first;

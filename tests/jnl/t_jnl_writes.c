@@ -7,6 +7,7 @@
  * rule (one block always stays free).
  */
 #include <endian.h>
+#include <unistd.h>
 
 #include "jnl_i.h"
 #include "t_jnl.h"
@@ -269,6 +270,41 @@ static void test_log_space(void)
 	       c, c + 1);
 }
 
+/*
+ * Past the checkpoint threshold, the commit thread writes old transactions
+ * home by itself: with the log filled to three quarters by committed
+ * transactions and no handle asking for room, its use falls back to half
+ * or less, and no handle ever waited.
+ */
+static void test_early_checkpoint(void)
+{
+	struct tj t;
+	struct jnl_stats st;
+	size_t from, to;
+	int tries = 0;
+
+	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
+	t.cfg.checkpoint_percent = 50;
+	tj_open(&t);
+	do {
+		commit_blocks(&t, 100, 20, 1, &from, &to);
+		jnl_get_stats(t.j, &st);
+	} while (st.log_used * 4 < st.log_size * 3 && ++tries < 1000);
+	do {
+		jnl_get_stats(t.j, &st);
+		if (st.log_used * 2 <= st.log_size)
+			break;
+		usleep(10000);
+	} while (++tries < 1000 + 500);
+	t_assert(st.log_used * 2 <= st.log_size && st.early_checkpoints > 0 &&
+		 st.log_full_waits == 0, "the log stayed %u of %u blocks full "
+		 "(%lu early checkpoints, %lu waits for room)", st.log_used,
+		 st.log_size, (unsigned long)st.early_checkpoints,
+		 (unsigned long)st.log_full_waits);
+	tj_teardown(&t);
+	printf("ok: the commit thread checkpoints once the log is half full\n");
+}
+
 int main(void)
 {
 	mlog_set_level(MLOG_ERR);
@@ -276,5 +312,6 @@ int main(void)
 	test_async_order();
 	test_async_ordered_flush();
 	test_log_space();
+	test_early_checkpoint();
 	return 0;
 }
