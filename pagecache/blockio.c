@@ -21,6 +21,7 @@
 struct pc_bio {
 	struct bdev_req req;
 	bool write;
+	bool keep, ended;            /* keep: do_batch frees it, after a wait */
 	unsigned int n;
 	struct pc_page **pages;
 	struct iovec *iov;
@@ -29,6 +30,7 @@ struct pc_bio {
 struct bio_batch {
 	struct bdev *bd;
 	bool write;
+	bool wait;                   /* the caller waits for it at once */
 	struct bdev_req **reqs;
 	unsigned int nreqs;
 	struct pc_page *run[MAX_RUN];
@@ -51,7 +53,9 @@ static void bio_end(struct bdev_req *req)
 
 	for (unsigned int i = 0; i < b->n; i++)
 		end_page(b->pages[i], b->write, req->result);
-	free(b);
+	b->ended = true;
+	if (!b->keep)
+		free(b);
 }
 
 /* Turn the current run into a request of the batch. */
@@ -74,6 +78,8 @@ static void close_run(struct bio_batch *bb)
 	b->iov = (struct iovec *)(b + 1);
 	b->pages = (struct pc_page **)(b->iov + n);
 	b->write = bb->write;
+	b->keep = bb->wait;
+	b->ended = false;
 	b->n = n;
 	for (unsigned int i = 0; i < n; i++) {
 		b->pages[i] = bb->run[i];
@@ -149,6 +155,44 @@ static int fail_batch(struct pc_page **pages, unsigned int n, bool write,
 	return err;
 }
 
+static int submit(struct bio_batch *bb)
+{
+	int rc = bb->nreqs ? bdev_submit(bb->bd, bb->reqs, bb->nreqs) : 0;
+
+	if (rc < 0) {
+		/* Refused as a whole: no end_io ran, end them here. */
+		for (unsigned int i = 0; i < bb->nreqs; i++) {
+			bb->reqs[i]->result = rc;
+			bio_end(bb->reqs[i]);
+		}
+	}
+	return rc;
+}
+
+/*
+ * Submit and reap in this thread, for a reader that would otherwise sleep
+ * on the first page at once: no other thread has to submit the batch or
+ * run its completion, two thread switches fewer per miss.  The bios stay
+ * until every end_io has run; a batch refused whole never ran one.
+ */
+static int submit_wait(struct bio_batch *bb)
+{
+	int rc = bb->nreqs ? bdev_submit_wait(bb->bd, bb->reqs, bb->nreqs) : 0;
+	bool refused = false;
+
+	for (unsigned int i = 0; i < bb->nreqs; i++) {
+		struct pc_bio *b = ut_container_of(bb->reqs[i], struct pc_bio, req);
+
+		if (!b->ended) {
+			refused = true;
+			b->req.result = rc < 0 ? rc : -EIO;
+			bio_end(&b->req);
+		}
+		free(b);
+	}
+	return refused ? rc : 0;      /* the pages carry an I/O error */
+}
+
 static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 		    struct pc_mapping *m, struct pc_page **pages,
 		    unsigned int n, bool write)
@@ -168,17 +212,11 @@ static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 	}
 	bb->bd = bd;
 	bb->write = write;
+	bb->wait = !write && pc_read_waits;
 	for (unsigned int i = 0; i < n; i++)
 		one_page(bb, map, ctx, m, pages[i]);
 	close_run(bb);
-	rc = bb->nreqs ? bdev_submit(bd, bb->reqs, bb->nreqs) : 0;
-	if (rc < 0) {
-		/* Refused as a whole: no end_io ran, end them here. */
-		for (unsigned int i = 0; i < bb->nreqs; i++) {
-			bb->reqs[i]->result = rc;
-			bio_end(bb->reqs[i]);
-		}
-	}
+	rc = bb->wait ? submit_wait(bb) : submit(bb);
 	rc = bb->err ? bb->err : rc;
 	free(bb->reqs);
 	free(bb);

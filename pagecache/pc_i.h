@@ -157,6 +157,12 @@ struct pc_mapping {
 	uint32_t oldest_ms;                    /* oldest queued dirty page */
 };
 
+/* ---- readahead.c, blockio.c ---- */
+
+/* Set by readahead around a read of only what its caller is about to
+ * wait for: blockio then submits and reaps that batch in this thread. */
+extern _Thread_local bool pc_read_waits;
+
 /* ---- page.c ---- */
 
 /*

@@ -8,7 +8,8 @@
  * large (four times while small) up to ra_max_pages, marked on its first
  * page.  So a sequential reader finds its pages already read, or in
  * flight, one window ahead.  A miss that does not continue the stream
- * reads only the request.  Every window is created as locked pages and
+ * reads only the request, and since the reader waits for it at once, in
+ * its own thread (pc_read_waits).  Every window is created as locked pages and
  * handed to the owner's readpages in one call, which submits it as one
  * batch; completion marks each page uptodate or failed and unlocks it.
  */
@@ -19,6 +20,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Thread_local bool pc_read_waits;
 
 void pc_ra_init(struct pc_ra_state *ra)
 {
@@ -147,11 +150,14 @@ static void ra_miss(struct pc_mapping *m, struct pc_ra_state *ra,
 	if (seq) {
 		ra->size = first_size(nr, max);
 		ra->async_size = ra->size - UT_MIN(nr, ra->size - 1);
+		ra_window(m, ra, limit);
 	} else {
 		ra->size = UT_MIN(nr, max);
 		ra->async_size = 0;
+		pc_read_waits = true;
+		ra_window(m, ra, limit);
+		pc_read_waits = false;
 	}
-	ra_window(m, ra, limit);
 }
 
 /* The reader reached a marked page: read the next window now. */

@@ -3,8 +3,10 @@
  * operations: holes read as zeroes and write nothing, a mapping error or a
  * block beyond the device fails only its own page (with a log line for
  * the latter), runs of consecutive blocks become one request each within
- * one submission, and a mapping with pc_identity_ops reads and writes the
- * device blocks of its page indexes.
+ * one submission, a mapping with pc_identity_ops reads and writes the
+ * device blocks of its page indexes, and a read of only what the reader
+ * waits for completes before readpages returns (submitted and reaped in
+ * the reader's thread) while a readahead window does not.
  */
 #include "t_pc.h"
 
@@ -135,6 +137,44 @@ static void check_identity(struct pc_cache *c)
 	pc_mapping_destroy(m);
 }
 
+/* On a device that completes after a delay, on a thread of its own:
+ * whether the batch was complete when readpages returned. */
+static struct bdev *slow;
+static bool done_on_return;
+
+static int slow_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			  unsigned int n)
+{
+	int rc = pc_block_readpages(slow, pc_block_map_identity, ctx, m, pages, n);
+
+	done_on_return = true;
+	for (unsigned int i = 0; i < n; i++)
+		done_on_return &= PageUptodate(pages[i]);
+	return rc;
+}
+
+static const struct pc_mapping_ops slow_ops = { .readpages = slow_readpages };
+
+static void check_waited_read(struct pc_cache *c)
+{
+	struct pc_mapping *m;
+	struct pc_ra_state ra;
+	struct pc_page *p;
+
+	t_ok(bdev_mem_create(BLOCKS * BS, BS, &slow));
+	t_ok(bdev_mem_async(slow, 3000, 1));
+	t_ok(pc_mapping_create(c, &slow_ops, NULL, &m));
+	pc_ra_init(&ra);
+	t_ok(pc_read_page_ra(m, &ra, 0, 1, BLOCKS, &p));   /* a stream starts */
+	t_assert(!done_on_return, "a readahead window was read synchronously");
+	pc_put_page(p);
+	t_ok(pc_read_page_ra(m, &ra, 200, 2, BLOCKS, &p)); /* a random read */
+	t_assert(done_on_return, "a random read was left to another thread");
+	pc_put_page(p);
+	pc_mapping_destroy(m);
+	bdev_close(slow);
+}
+
 int main(void)
 {
 	struct pc_config cfg = { .block_size = BS, .budget = T_BUDGET(128, BS),
@@ -147,6 +187,7 @@ int main(void)
 	t_ok(pc_cache_create(&cfg, &c));
 	check_mapped(c);
 	check_identity(c);
+	check_waited_read(c);
 	pc_cache_destroy(c);
 	bdev_close(bd);
 	return 0;
