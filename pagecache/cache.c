@@ -196,6 +196,7 @@ void pc_get_stats(struct pc_cache *c, struct pc_stats *st)
 	st->written = atomic_load(&c->written);
 	st->alloc_waits = atomic_load(&c->alloc_waits);
 	st->flusher_passes = atomic_load(&c->passes);
+	st->flusher_scanned = atomic_load(&c->scanned);
 	st->region_bytes = atomic_load(&c->region_bytes);
 	st->budget = c->budget;
 	st->pages = atomic_load(&c->nr_pages);

@@ -6,11 +6,12 @@
  * once it has neither dirty pages nor writeback in flight (so that a
  * cache-wide sync can wait for writeback started by the flusher).  Each
  * pass visits the mappings whose oldest queued page has expired and writes
- * the pages dirty for longer than the expiry time; when dirty pages pass
+ * the pages dirty for longer than the expiry time (a walk of the whole
+ * list, at most once a tick unless a sync asks); when dirty pages pass
  * dirty_bg_pct of the budget, or an allocation is waiting for room, the
- * pass writes every dirty page instead (oldest mappings first) until
- * enough is clean.  The owner gets each mapping's pages in batches through
- * writepages.
+ * pass writes every dirty page of a batch of mappings from the head of
+ * the list instead, moving them to its tail, until enough is clean.  The
+ * owner gets each mapping's pages in batches through writepages.
  */
 #include "pc_i.h"
 
@@ -43,20 +44,25 @@ static void list_unlink(struct pc_cache *c, struct pc_mapping *m)
 	m->on_dirty_list = false;
 }
 
+static void list_append(struct pc_cache *c, struct pc_mapping *m)
+{
+	m->dprev = c->dirty_tail;
+	m->dnext = NULL;
+	if (c->dirty_tail)
+		c->dirty_tail->dnext = m;
+	else
+		c->dirty_head = m;
+	c->dirty_tail = m;
+	m->on_dirty_list = true;
+}
+
 void pc_dirty_list_add(struct pc_mapping *m)
 {
 	struct pc_cache *c = m->cache;
 
 	pthread_mutex_lock(&c->wb_lock);
 	if (!m->on_dirty_list) {
-		m->dprev = c->dirty_tail;
-		m->dnext = NULL;
-		if (c->dirty_tail)
-			c->dirty_tail->dnext = m;
-		else
-			c->dirty_head = m;
-		c->dirty_tail = m;
-		m->on_dirty_list = true;
+		list_append(c, m);
 		m->oldest_ms = pc_now_ms(c);
 	}
 	pthread_mutex_unlock(&c->wb_lock);
@@ -88,11 +94,19 @@ static bool is_clean(struct pc_mapping *m)
 }
 
 /*
- * Take a reference (users) on every listed mapping that @all or expiry
- * selects, dropping clean ones from the list, into a malloc'ed array.
+ * Take a reference (users) on the listed mappings that @all or expiry
+ * selects, at most @max, dropping clean ones from the list, into a
+ * malloc'ed array.  A limited grab moves the mappings it took to the
+ * tail.  A pass under pressure takes PRESSURE_BATCH: it stops as
+ * soon as enough is clean, so with thousands of small dirty files a walk
+ * of the whole list would cost more than the pass writes, and the next
+ * pass starts from other mappings than those a pass could not clean
+ * (a journalled file's pages wait for the filesystem, not the flusher).
  * Returns 0 or -ENOMEM.
  */
-static int grab(struct pc_cache *c, bool all, uint32_t expire,
+#define PRESSURE_BATCH 256u
+
+static int grab(struct pc_cache *c, bool all, uint32_t expire, size_t max,
 		struct pc_mapping ***out, size_t *n)
 {
 	struct pc_mapping **v = NULL, *m, *next;
@@ -100,20 +114,25 @@ static int grab(struct pc_cache *c, bool all, uint32_t expire,
 	size_t count = 0, cap = 0;
 
 	pthread_mutex_lock(&c->wb_lock);
-	for (m = c->dirty_head; m; m = m->dnext)
+	for (m = c->dirty_head; m && cap < max; m = m->dnext)
 		cap++;
 	if (cap && !(v = malloc(cap * sizeof(*v)))) {
 		pthread_mutex_unlock(&c->wb_lock);
 		return -ENOMEM;
 	}
-	for (m = c->dirty_head; m; m = next) {
+	for (m = c->dirty_head; m && count < cap; m = next) {
 		next = m->dnext;
+		atomic_fetch_add_explicit(&c->scanned, 1, memory_order_relaxed);
 		if (is_clean(m) && !m->users)
 			list_unlink(c, m);
 		else if (all || now - m->oldest_ms >= expire) {
 			m->users++;
 			v[count++] = m;
 		}
+	}
+	for (size_t i = 0; max != SIZE_MAX && i < count; i++) {
+		list_unlink(c, v[i]);
+		list_append(c, v[i]);
 	}
 	pthread_mutex_unlock(&c->wb_lock);
 	*out = v;
@@ -146,18 +165,25 @@ static bool under_pressure(struct pc_cache *c)
 	       atomic_load(&c->alloc_waiters) > 0;
 }
 
-void pc_run_pass(struct pc_cache *c)
+/*
+ * One pass.  Without pressure it looks for expired pages, which walks
+ * every dirty mapping: the flusher, kicked whenever dirty pages pass the
+ * background threshold, does that at most once a tick (@expire_walk
+ * false otherwise); a pass that finds pressure gone then does nothing.
+ */
+static void run_pass(struct pc_cache *c, bool expire_walk)
 {
 	bool was = tl_flusher, pressure;
 	uint32_t expire;
-	struct pc_mapping **v;
-	size_t n;
+	struct pc_mapping **v = NULL;
+	size_t n = 0;
 
 	pthread_mutex_lock(&c->pass_mutex);
 	tl_flusher = true;
 	pressure = under_pressure(c);
 	expire = pressure ? 0 : atomic_load(&c->expire_ms);
-	if (grab(c, pressure, expire, &v, &n))
+	if ((pressure || expire_walk) &&
+	    grab(c, pressure, expire, pressure ? PRESSURE_BATCH : SIZE_MAX, &v, &n))
 		n = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct pc_wbc wbc = {
@@ -176,6 +202,11 @@ void pc_run_pass(struct pc_cache *c)
 	atomic_fetch_add(&c->passes, 1);
 	tl_flusher = was;
 	pthread_mutex_unlock(&c->pass_mutex);
+}
+
+void pc_run_pass(struct pc_cache *c)
+{
+	run_pass(c, true);
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -200,18 +231,23 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&c->wb_lock);
 	while (!c->wb_stop) {
 		uint64_t pass, dirty_before;
+		bool walk;
 
 		if (!c->wb_kick)
 			wait_tick(c);
 		if (c->wb_stop)
 			break;
-		c->wb_kick = false;
+		walk = c->wb_sync_kick ||
+		       pc_now_ms(c) - c->last_expire_ms >= c->interval_ms;
+		if (walk)
+			c->last_expire_ms = pc_now_ms(c);
+		c->wb_kick = c->wb_sync_kick = false;
 		atomic_store(&c->kicked, false);
 		pass = ++c->pass_started;
 		pthread_mutex_unlock(&c->wb_lock);
 
 		dirty_before = atomic_load(&c->nr_dirty);
-		pc_run_pass(c);
+		run_pass(c, walk);
 		/* Still too much dirty and the pass helped: go on at once. */
 		if (under_pressure(c) && atomic_load(&c->nr_dirty) < dirty_before)
 			pc_flusher_kick(c);
@@ -267,7 +303,7 @@ void pc_flusher_sync(struct pc_cache *c)
 	}
 	pthread_mutex_lock(&c->wb_lock);
 	target = c->pass_started + 1;
-	c->wb_kick = true;
+	c->wb_kick = c->wb_sync_kick = true;
 	pthread_cond_signal(&c->wb_cond);
 	while (c->pass_done < target && !c->wb_stop)
 		ut_cond_wait(&c->wb_done, &c->wb_lock);
@@ -298,7 +334,7 @@ int pc_sync_cache(struct pc_cache *c)
 	size_t n;
 	int err = 0;
 
-	if (grab(c, true, 0, &v, &n))
+	if (grab(c, true, 0, SIZE_MAX, &v, &n))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		int rc = pc_sync_mapping(v[i]);

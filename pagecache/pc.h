@@ -603,6 +603,7 @@ struct pc_stats {
 	uint64_t written;         /* writebacks completed */
 	uint64_t alloc_waits;     /* allocations that waited for writeback */
 	uint64_t flusher_passes;
+	uint64_t flusher_scanned; /* dirty mappings the passes looked at */
 	uint64_t region_bytes;    /* bytes mapped by regions now */
 	uint64_t budget;          /* bytes, as configured */
 	uint64_t in_use;          /* bytes held by cached pages */

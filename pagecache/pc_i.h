@@ -94,7 +94,7 @@ struct pc_cache {
 	_Atomic uint64_t nr_pages, nr_dirty, nr_writeback;
 	_Atomic uint64_t nr_dirty_tx;   /* of PC_MAPPING_WB_NEEDS_TX mappings */
 	_Atomic uint64_t written, evictions, ra_pages, alloc_waits;
-	_Atomic uint64_t region_bytes, index_bytes, passes;
+	_Atomic uint64_t region_bytes, index_bytes, passes, scanned;
 	_Atomic uint32_t nr_mappings, nr_regions;
 
 	pthread_mutex_t wb_lock;        /* order 4 */
@@ -102,9 +102,12 @@ struct pc_cache {
 	pthread_cond_t wb_done;         /* a pass ended, a mapping let go */
 	struct pc_mapping *dirty_head, *dirty_tail;
 	bool wb_kick, wb_stop, has_flusher;
+	bool wb_sync_kick;              /* a pc_flusher_sync waits: a full pass */
 	_Atomic bool kicked;            /* a kick is pending (cheap check) */
 	uint64_t pass_started, pass_done;
 	pthread_mutex_t pass_mutex;     /* one pass at a time; before 1 */
+	uint32_t last_expire_ms;        /* the flusher's last walk for
+	                                   expired pages (its own) */
 	pthread_t flusher;
 };
 

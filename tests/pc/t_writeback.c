@@ -3,13 +3,17 @@
  * dirty pages of its range, pc_sync_mapping the rest, in sorted batches
  * merged into one request per run of blocks; a write error reaches the
  * next sync once; the flusher writes pages older than the expiry time and
- * leaves younger ones, writes at once above the dirty threshold; and
- * pc_sync_cache and pc_balance_dirty do what they say.
+ * leaves younger ones, writes at once above the dirty threshold; a pass
+ * under pressure looks at a bounded batch of dirty mappings and the next
+ * pass at others; kicks below the threshold look for expired pages at
+ * most once a tick; and pc_sync_cache and pc_balance_dirty do what they
+ * say.
  */
 #include "t_pc.h"
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BS 4096u
 #define PAGES 200u
@@ -156,11 +160,95 @@ static void check_sync_cache_and_balance(void)
 	t_env_fini(&e);
 }
 
+/*
+ * Many small dirty files, the oldest of which the owner will not write:
+ * a pass under pressure looks at no more than a batch of them, and later
+ * passes reach the ones it can write instead of the same batch again.
+ */
+#define MANY 600u
+
+static void check_pressure_batches(void)
+{
+	struct pc_config cfg = {
+		.budget = T_BUDGET(2 * MANY, BS),
+		.dirty_expire_ms = 3600 * 1000,
+		.dirty_bg_pct = 1,
+		.no_flusher = true,
+	};
+	struct t_env e;
+	struct t_owner stuck = { 0 };
+	struct pc_mapping *m[MANY];
+	struct pc_stats a, b;
+
+	t_env_init_cfg(&e, BS, 2 * MANY, &cfg);
+	stuck.bd = e.own.bd;
+	atomic_store(&stuck.decline_writes, true);
+	for (unsigned i = 0; i < MANY; i++) {
+		t_ok(pc_mapping_create(e.c, &t_owner_ops, i < MANY / 2 ? &stuck : &e.own,
+				       &m[i]));
+		dirty(&e, m[i], i, 5000 + i);
+	}
+	pc_get_stats(e.c, &a);
+	pc_flusher_sync(e.c);
+	pc_get_stats(e.c, &b);
+	t_assert(b.flusher_scanned - a.flusher_scanned <= 256, "one pass under "
+		 "pressure looked at %llu mappings",
+		 (unsigned long long)(b.flusher_scanned - a.flusher_scanned));
+	for (int pass = 0; pass < 8; pass++)
+		pc_flusher_sync(e.c);
+	pc_get_stats(e.c, &b);
+	t_assert(b.dirty <= MANY / 2 + 2 * MANY / 100, "passes kept to the "
+		 "mappings they could not write: %llu pages dirty",
+		 (unsigned long long)b.dirty);
+	atomic_store(&stuck.decline_writes, false);
+	t_ok(pc_sync_cache(e.c));
+	for (unsigned i = 0; i < MANY; i++)
+		pc_mapping_destroy(m[i]);
+	t_env_fini(&e);
+}
+
+/* Below the threshold, kicks (as every dirtying above it and every
+ * allocation that meets dirty pages sends) do not each walk the list. */
+static void check_kicks_walk_once(void)
+{
+	struct pc_config cfg = {
+		.budget = T_BUDGET(2 * MANY, BS),
+		.dirty_expire_ms = 3600 * 1000,
+		.flush_interval_ms = 60 * 1000,
+	};
+	struct t_env e;
+	struct pc_mapping *m[MANY / 2];
+	struct pc_stats a, b;
+
+	t_env_init_cfg(&e, BS, 2 * MANY, &cfg);
+	for (unsigned i = 0; i < MANY / 2; i++) {
+		t_ok(pc_mapping_create(e.c, &t_owner_ops, &e.own, &m[i]));
+		dirty(&e, m[i], i, 6000 + i);
+	}
+	pc_flusher_sync(e.c);                    /* a full pass, a walk */
+	pc_get_stats(e.c, &a);
+	for (int k = 0; k < 50; k++) {
+		pc_flusher_kick(e.c);
+		usleep(2000);
+	}
+	pc_get_stats(e.c, &b);
+	t_assert(b.flusher_passes > a.flusher_passes, "no pass ran");
+	t_assert(b.flusher_scanned - a.flusher_scanned <= MANY / 2, "50 kicks "
+		 "looked at %llu mappings", (unsigned long long)(b.flusher_scanned -
+								 a.flusher_scanned));
+	t_ok(pc_sync_cache(e.c));
+	for (unsigned i = 0; i < MANY / 2; i++)
+		pc_mapping_destroy(m[i]);
+	t_env_fini(&e);
+}
+
 int main(void)
 {
 	check_ranges();
 	check_flusher_expiry();
 	check_threshold();
 	check_sync_cache_and_balance();
+	check_pressure_batches();
+	check_kicks_walk_once();
 	return 0;
 }
