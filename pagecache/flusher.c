@@ -93,6 +93,8 @@ static bool is_clean(struct pc_mapping *m)
 	return !atomic_load(&m->nr_dirty) && !atomic_load(&m->nr_writeback);
 }
 
+#define PRESSURE_BATCH 256u
+
 /*
  * Take a reference (users) on the listed mappings that @all or expiry
  * selects, at most @max, dropping clean ones from the list, into a
@@ -104,8 +106,6 @@ static bool is_clean(struct pc_mapping *m)
  * (a journalled file's pages wait for the filesystem, not the flusher).
  * Returns 0 or -ENOMEM.
  */
-#define PRESSURE_BATCH 256u
-
 static int grab(struct pc_cache *c, bool all, uint32_t expire, size_t max,
 		struct pc_mapping ***out, size_t *n)
 {

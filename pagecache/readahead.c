@@ -150,14 +150,13 @@ static void ra_miss(struct pc_mapping *m, struct pc_ra_state *ra,
 	if (seq) {
 		ra->size = first_size(nr, max);
 		ra->async_size = ra->size - UT_MIN(nr, ra->size - 1);
-		ra_window(m, ra, limit);
 	} else {
 		ra->size = UT_MIN(nr, max);
 		ra->async_size = 0;
-		pc_read_waits = true;
-		ra_window(m, ra, limit);
-		pc_read_waits = false;
 	}
+	pc_read_waits = !seq;        /* the caller waits for all of it */
+	ra_window(m, ra, limit);
+	pc_read_waits = false;
 }
 
 /* The reader reached a marked page: read the next window now. */

@@ -281,21 +281,22 @@ static void test_early_checkpoint(void)
 	struct tj t;
 	struct jnl_stats st;
 	size_t from, to;
-	int tries = 0;
 
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
 	t.cfg.checkpoint_percent = 50;
 	tj_open(&t);
-	do {
+	for (int i = 0; i < 1000; i++) {
 		commit_blocks(&t, 100, 20, 1, &from, &to);
 		jnl_get_stats(t.j, &st);
-	} while (st.log_used * 4 < st.log_size * 3 && ++tries < 1000);
-	do {
+		if (st.log_used * 4 >= st.log_size * 3)
+			break;
+	}
+	for (int waited_ms = 0; waited_ms < 5000; waited_ms += 10) {
 		jnl_get_stats(t.j, &st);
 		if (st.log_used * 2 <= st.log_size)
 			break;
 		usleep(10000);
-	} while (++tries < 1000 + 500);
+	}
 	t_assert(st.log_used * 2 <= st.log_size && st.early_checkpoints > 0 &&
 		 st.log_full_waits == 0, "the log stayed %u of %u blocks full "
 		 "(%lu early checkpoints, %lu waits for room)", st.log_used,

@@ -15,11 +15,12 @@ peak_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$daemon/status"; }
 for mode in journal ordered; do
 	expect_status 0 "$MKFS" -q -F "$img" 2G
 	start -o "cache_size=${cache_mib}M,data=$mode"
+	writers=()
 	for w in 1 2; do
 		dd if=/dev/zero of="$mnt/f$w" bs=1M count=384 conv=fsync status=none &
+		writers+=($!)
 	done
-	wait_jobs=$(jobs -p | grep -vx "$daemon")
-	for p in $wait_jobs; do wait "$p" || fail "dd ($mode)"; done
+	for p in "${writers[@]}"; do wait "$p" || fail "dd ($mode)"; done
 	peak=$(peak_kib)
 	held=$(sed -n 's/^jnl_copy_bytes_held: //p' "$mnt/.miscfs/stats")
 	echo "data=$mode: peak $((peak / 1024)) MiB, journal copies held $((held >> 20)) MiB"
