@@ -120,16 +120,43 @@ static bool retire(struct jnl *j, struct jnl_tx *t, struct cp_batch *b)
 	return true;
 }
 
+/*
+ * The oldest transactions whose every block a newer committed one logged
+ * again (or whose blocks were freed) hold nothing the log still needs:
+ * they leave without a home write, and one superblock update moves the
+ * log start past them all (j_lock held).  A file rewritten with fsync
+ * after every write leaves one such transaction per commit.
+ */
+static bool drop_superseded(struct jnl *j)
+{
+	struct jnl_tx *t;
+	bool dropped = false;
+
+	while ((t = ut_list_first(&j->j_checkpoint, struct jnl_tx, t_cp_link)) &&
+	       ut_list_empty(&t->t_cp_bufs)) {
+		ut_list_del(&t->t_cp_link);
+		jnl_tx_free(t);
+		j->j_stats.checkpoints++;
+		dropped = true;
+	}
+	return dropped;
+}
+
 /* Pick the oldest transaction and copy a batch of it, committing newer
- * holders first (K2).  Returns the transaction, NULL if none, with j_lock
- * held. */
-static struct jnl_tx *prepare(struct jnl *j, struct cp_batch *b, int *err)
+ * holders first (K2).  Returns the transaction, NULL if none or if
+ * superseded ones were dropped (*dropped: the superblock is then due),
+ * with j_lock held. */
+static struct jnl_tx *prepare(struct jnl *j, struct cp_batch *b, int *err,
+			      bool *dropped)
 {
 	struct jnl_tx *t;
 	uint32_t tid;
 
 	pthread_mutex_lock(&j->j_lock);
 	for (;;) {
+		*dropped = drop_superseded(j);
+		if (*dropped)
+			return NULL;
 		t = ut_list_first(&j->j_checkpoint, struct jnl_tx, t_cp_link);
 		if (!t || j->j_aborted || !newer_holder(j, t, &tid))
 			break;
@@ -156,12 +183,13 @@ int jnl_checkpoint_one(struct jnl *j)
 {
 	struct cp_batch *b = calloc(1, sizeof(*b));
 	struct jnl_tx *t;
+	bool dropped = false;
 	int err = 0;
 
 	if (!b)
 		return -ENOMEM;
 	pthread_mutex_lock(&j->j_cp_mutex);
-	t = prepare(j, b, &err);
+	t = prepare(j, b, &err, &dropped);
 	pthread_mutex_unlock(&j->j_lock);
 	if (t)
 		err = write_home(j, b);
@@ -173,11 +201,11 @@ int jnl_checkpoint_one(struct jnl *j)
 		retire(j, t, b);
 	pthread_cond_broadcast(&j->j_wait_done);
 	pthread_mutex_unlock(&j->j_lock);
-	if (t && !err)
+	if ((t || dropped) && !err)
 		err = jnl_sync_sb(j);              /* K3 */
 	pthread_mutex_unlock(&j->j_cp_mutex);
 	free(b);
 	if (err)
 		jnl_report_abort(j);
-	return err ? err : t ? 1 : 0;
+	return err ? err : t || dropped ? 1 : 0;
 }

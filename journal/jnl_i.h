@@ -177,8 +177,9 @@ int jnl_commit_tx(struct jnl *j, struct jnl_tx *t);
 void jnl_tx_free(struct jnl_tx *t);
 /* Bring the on-disk superblock in line with the log (takes j_sb_mutex). */
 int jnl_sync_sb(struct jnl *j);
-/* Write the oldest committed transaction home; 0 when there was none
- * left, 1 when one was done, or -errno. */
+/* Write the oldest committed transaction home, or drop the oldest ones
+ * that newer transactions superseded; 0 when there was none left, 1 when
+ * some went, or -errno. */
 int jnl_checkpoint_one(struct jnl *j);
 /*
  * The lock order's debug check (docs/DESIGN.md, "Lock order"): each thread
