@@ -212,7 +212,7 @@ static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 	}
 	bb->bd = bd;
 	bb->write = write;
-	bb->wait = !write && pc_read_waits;
+	bb->wait = pc_io_waits;
 	for (unsigned int i = 0; i < n; i++)
 		one_page(bb, map, ctx, m, pages[i]);
 	close_run(bb);

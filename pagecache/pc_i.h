@@ -162,9 +162,10 @@ struct pc_mapping {
 
 /* ---- readahead.c, blockio.c ---- */
 
-/* Set by readahead around a read of only what its caller is about to
- * wait for: blockio then submits and reaps that batch in this thread. */
-extern _Thread_local bool pc_read_waits;
+/* Set around the last batch of I/O its caller is about to wait for
+ * (readahead's read of only the request, an integrity pass's last
+ * write): blockio then submits and reaps that batch in this thread. */
+extern _Thread_local bool pc_io_waits;
 
 /* ---- page.c ---- */
 

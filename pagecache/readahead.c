@@ -9,7 +9,7 @@
  * page.  So a sequential reader finds its pages already read, or in
  * flight, one window ahead.  A miss that does not continue the stream
  * reads only the request, and since the reader waits for it at once, in
- * its own thread (pc_read_waits).  Every window is created as locked pages and
+ * its own thread (pc_io_waits).  Every window is created as locked pages and
  * handed to the owner's readpages in one call, which submits it as one
  * batch; completion marks each page uptodate or failed and unlocks it.
  */
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Thread_local bool pc_read_waits;
+_Thread_local bool pc_io_waits;
 
 void pc_ra_init(struct pc_ra_state *ra)
 {
@@ -154,9 +154,9 @@ static void ra_miss(struct pc_mapping *m, struct pc_ra_state *ra,
 		ra->size = UT_MIN(nr, max);
 		ra->async_size = 0;
 	}
-	pc_read_waits = !seq;        /* the caller waits for all of it */
+	pc_io_waits = !seq;        /* the caller waits for all of it */
 	ra_window(m, ra, limit);
-	pc_read_waits = false;
+	pc_io_waits = false;
 }
 
 /* The reader reached a marked page: read the next window now. */

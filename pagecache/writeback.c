@@ -288,7 +288,12 @@ static void wb_run(struct wb_ctx *w)
 			q[nkeep++] = q[i];
 	if (lost)
 		lost = wb_walk(w);
+	/* An integrity pass's caller waits for it all next: the last batch
+	 * is reaped here rather than by the device's thread, which would
+	 * then have to wake this one. */
+	pc_io_waits = w->wbc->sync;
 	wb_flush(w);
+	pc_io_waits = false;
 	dq_requeue(m, q, nkeep, cap, lost);
 }
 

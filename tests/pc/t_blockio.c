@@ -6,7 +6,9 @@
  * one submission, a mapping with pc_identity_ops reads and writes the
  * device blocks of its page indexes, and a read of only what the reader
  * waits for completes before readpages returns (submitted and reaped in
- * the reader's thread) while a readahead window does not.
+ * the reader's thread) while a readahead window does not, and the last
+ * write of an integrity pass (fsync) likewise, unlike a write that
+ * nobody waits for.
  */
 #include "t_pc.h"
 
@@ -153,7 +155,34 @@ static int slow_readpages(void *ctx, struct pc_mapping *m, struct pc_page **page
 	return rc;
 }
 
-static const struct pc_mapping_ops slow_ops = { .readpages = slow_readpages };
+/* Whether every page of the batch was written when writepages returned. */
+static int slow_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			   unsigned int n, const struct pc_wbc *wbc)
+{
+	int rc = pc_block_writepages(slow, pc_block_map_identity, ctx, m, pages, n);
+
+	(void)wbc;
+	done_on_return = true;
+	for (unsigned int i = 0; i < n; i++)
+		done_on_return &= !PageWriteback(pages[i]);
+	return rc;
+}
+
+static const struct pc_mapping_ops slow_ops = {
+	.readpages = slow_readpages,
+	.writepages = slow_writepages,
+};
+
+static void dirty_page(struct pc_mapping *m, uint64_t index)
+{
+	struct pc_page *p;
+
+	t_ok(pc_find_or_create_page(m, index, &p));
+	SetPageUptodate(p);
+	pc_set_page_dirty(p);
+	pc_unlock_page(p);
+	pc_put_page(p);
+}
 
 static void check_waited_read(struct pc_cache *c)
 {
@@ -171,6 +200,13 @@ static void check_waited_read(struct pc_cache *c)
 	t_ok(pc_read_page_ra(m, &ra, 200, 2, BLOCKS, &p)); /* a random read */
 	t_assert(done_on_return, "a random read was left to another thread");
 	pc_put_page(p);
+	dirty_page(m, 50);
+	t_ok(pc_write_range(m, 50 * BS, 51 * BS));       /* not waited for */
+	t_assert(!done_on_return, "a write nobody waits for was reaped at once");
+	t_ok(pc_wait_range(m, 50 * BS, 51 * BS));
+	dirty_page(m, 60);
+	t_ok(pc_write_and_wait_range(m, 60 * BS, 61 * BS));
+	t_assert(done_on_return, "an fsync's write was left to another thread");
 	pc_mapping_destroy(m);
 	bdev_close(slow);
 }
