@@ -128,6 +128,9 @@ struct pc_mapping {
 	_Atomic uint32_t *_Atomic seg[PC_NSEGS];
 	_Atomic uint64_t nrpages;
 	_Atomic uint64_t nr_dirty, nr_writeback;
+	/* Pages a writeback pass has taken (dirty cleared, still locked)
+	 * and its owner has not yet put under writeback or declined. */
+	_Atomic uint32_t nr_handover;
 	_Atomic int wb_err;
 
 	/*

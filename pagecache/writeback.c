@@ -146,6 +146,14 @@ static void wb_flush(struct wb_ctx *w)
 
 	if (!w->n)
 		return;
+	/* From here until the owner puts a page under writeback (after
+	 * mapping its blocks, maybe reading them) the page is neither dirty
+	 * nor under writeback, only locked: wait_range counts on
+	 * nr_handover to know such pages may be about. */
+	atomic_fetch_add(&m->nr_handover, w->n);
+	for (unsigned int i = 0; i < w->n; i++)
+		if (TestClearPageDirty(w->batch[i]))
+			pc_account_clean(m);
 	if (ops->writepages) {
 		rc = ops->writepages(m->ctx, m, w->batch, w->n, w->wbc);
 	} else {
@@ -163,6 +171,7 @@ static void wb_flush(struct wb_ctx *w)
 		}
 	}
 	pc_held_pages_set(held);
+	atomic_fetch_sub(&m->nr_handover, w->n);
 	if (rc < 0 && !w->err)
 		w->err = rc;
 	for (unsigned int i = 0; i < w->n; i++) {
@@ -219,8 +228,6 @@ static bool wb_page_keep(struct wb_ctx *w, struct pc_page *p, uint32_t age)
 		wb_flush(w);
 		pc_wait_on_page_writeback(p);
 	}
-	if (TestClearPageDirty(p))
-		pc_account_clean(w->m);
 	w->batch[w->n++] = p;
 	if (w->n == WB_BATCH)
 		wb_flush(w);
@@ -341,23 +348,33 @@ int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
 
 /* ---- integrity writeback ------------------------------------------------- */
 
+/*
+ * Wait for the writes of [first, last) started so far, including those of
+ * pages another thread's pass has taken but not yet handed over: while
+ * any are about, locked pages of the range are waited for as well (their
+ * owner unlocks them under writeback), walking the range; otherwise the
+ * counters suffice.
+ */
 static void wait_range(struct pc_mapping *m, uint64_t first, uint64_t last)
 {
+	bool handover = atomic_load(&m->nr_handover) != 0;
 	struct pc_page *pages[64];
 	struct pc_iter it;
 	unsigned int n;
 
-	if (!atomic_load(&m->nr_writeback))
+	if (!handover && !atomic_load(&m->nr_writeback))
 		return;
 	/* A range past the pages there are would walk them all. */
-	if (last - first > atomic_load(&m->nrpages)) {
+	if (!handover && last - first > atomic_load(&m->nrpages)) {
 		pc_wait_all_writeback(m);
 		return;
 	}
 	pc_iter_init(m, &it, first, last);
-	pc_iter_want(&it, PF(PG_writeback));
+	pc_iter_want(&it, PF(PG_writeback) | (handover ? PF(PG_locked) : 0));
 	while ((n = pc_iter_next(m, &it, pages, 64))) {
 		for (unsigned int i = 0; i < n; i++) {
+			if (handover)
+				pc_wait_on_page_locked(pages[i]);
 			pc_wait_on_page_writeback(pages[i]);
 			pc_put_page(pages[i]);
 		}

@@ -4,7 +4,8 @@
  * pc_write_range / pc_wait_range, the halves a journal commit uses for
  * ordered data: the first must not wait behind another thread's writeback
  * pass (it takes no mapping writeback lock), the second must wait for
- * writes that pass started.  And the per-thread lock counts the debug
+ * writes that pass started, and both must cover pages a pass has taken
+ * but not yet handed to the owner.  And the per-thread lock counts the debug
  * check relies on: page locks taken and released, handed to readpage(s)
  * and writepage(s), the writeback lock inside writepages.
  */
@@ -175,6 +176,83 @@ static void test_write_range(void)
 	printf("ok: pc_write_range never waits behind a writeback pass\n");
 }
 
+/*
+ * A pass hands its batch over some time after taking the pages (the
+ * owner maps blocks first, maybe reading them): until then the pages are
+ * locked, neither written nor under writeback.  A commit's
+ * pc_write_range + pc_wait_range running meanwhile must still cover
+ * them, or the commit block could reach the disk before ordered data
+ * that a background pass happened to hold.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool taken, release;
+} H = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static int slow_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			   unsigned int n, const struct pc_wbc *wbc)
+{
+	(void)ctx;
+	(void)wbc;
+	pthread_mutex_lock(&H.lock);
+	H.taken = true;
+	pthread_cond_broadcast(&H.cond);
+	while (!H.release)
+		pthread_cond_wait(&H.cond, &H.lock);
+	pthread_mutex_unlock(&H.lock);
+	return pc_block_writepages(S.e.bd, pc_block_map_identity, NULL, m, pages, n);
+}
+
+static const struct pc_mapping_ops slow_ops = {
+	.readpages = readpages,
+	.writepages = slow_writepages,
+};
+
+static _Atomic bool commit_done, data_was_there;
+
+static void *commit_page0(void *arg)
+{
+	struct pc_mapping *m = arg;
+
+	t_ok(pc_write_range(m, 0, BS));
+	t_ok(pc_wait_range(m, 0, BS));
+	atomic_store(&data_was_there, dev_holds(0, 0xb0));
+	atomic_store(&commit_done, true);
+	return NULL;
+}
+
+static void test_pass_holding_pages(void)
+{
+	struct pc_config cfg = { .budget = T_BUDGET(256, BS), .no_flusher = true };
+	struct pc_mapping *m;
+	pthread_t pass_th, commit_th;
+
+	t_env_init_cfg(&S.e, BS, 512, &cfg);
+	t_ok(pc_mapping_create(S.e.c, &slow_ops, NULL, &m));
+	dirty(m, 0, 0xb0);
+	pass_th = t_thread(sync_page0, m);
+	pthread_mutex_lock(&H.lock);
+	while (!H.taken)
+		pthread_cond_wait(&H.cond, &H.lock);
+	pthread_mutex_unlock(&H.lock);
+	commit_th = t_thread(commit_page0, m);
+	usleep(100 * 1000);
+	t_assert(!atomic_load(&commit_done), "pc_wait_range returned while "
+		 "another pass held page 0, not yet written");
+	pthread_mutex_lock(&H.lock);
+	H.release = true;
+	pthread_cond_broadcast(&H.cond);
+	pthread_mutex_unlock(&H.lock);
+	t_join(commit_th);
+	t_join(pass_th);
+	t_assert(atomic_load(&data_was_there), "page 0 was not on the device "
+		 "when pc_wait_range returned");
+	pc_mapping_destroy(m);
+	t_env_fini(&S.e);
+	printf("ok: pc_write_range and pc_wait_range cover pages a pass holds\n");
+}
+
 /* The counts the lock order's debug check reads. */
 static void test_counts(void)
 {
@@ -229,6 +307,7 @@ int main(void)
 {
 	alarm(30);              /* a hang fails rather than stalls */
 	test_write_range();
+	test_pass_holding_pages();
 	if (counting)
 		test_counts();
 	else
