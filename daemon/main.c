@@ -316,6 +316,7 @@ static int open_image(const struct args *a, struct bdev **out)
 	struct bdev_open_opts o = { .block_size = 1024, .read_only = a->mo.read_only };
 	struct mfs_super sb;
 	uint32_t copy;
+	bool torn;
 	struct bdev *bd;
 	int err = bdev_open(a->image, &o, &bd);
 
@@ -323,7 +324,7 @@ static int open_image(const struct args *a, struct bdev **out)
 		mlog_err("%s: %s", a->image, strerror(-err));
 		return err;
 	}
-	err = mfs_sb_load(bd, &sb, &copy);
+	err = mfs_sb_load_torn(bd, &sb, &copy, &torn);   /* the mount decides */
 	bdev_close(bd);
 	if (err)
 		return err;

@@ -160,6 +160,15 @@ int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
  * (0 for the primary).  @bd may have any block size up to 1024.
  */
 int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group);
+/*
+ * As mfs_sb_load, and when no copy is intact but the primary fails only
+ * its checksum (a torn write: a filesystem of one group has no backup),
+ * that primary, its checksum made good, with *@torn set: good enough to
+ * find the journal, whose replay may write the primary again, not to
+ * mount.
+ */
+int mfs_sb_load_torn(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group,
+		     bool *torn);
 
 /* ---- mkfs ---------------------------------------------------------------- */
 
@@ -209,6 +218,8 @@ struct mfs_raw {
 	struct bdev *bd;
 	struct mfs_super sb;
 	uint32_t sb_group;           /* group the superblock copy came from */
+	bool sb_torn;                /* the primary, failing only its checksum
+	                                (mfs_sb_load_torn), as no copy is intact */
 	uint32_t bs;
 	struct mfs_group_desc *gdt;  /* all descriptors, unchecked */
 	char why[256];               /* what the last -EUCLEAN was about */

@@ -49,22 +49,31 @@ static int check_features(struct mfs_fs *fs)
  * from the log at checkpoints: a power cut can tear it while the log
  * still holds the copy that mends it.  So the backup, whose geometry and
  * journal are the same, finds the journal, and only the primary as the
- * replay left it may be mounted.
+ * replay left it may be mounted.  A filesystem of one group has no
+ * backup: there the torn primary's own geometry finds the journal.
  */
 static int load_super(struct mfs_fs *fs, bool replayed)
 {
 	uint32_t copy;
 	char why[256];
-	int err = mfs_sb_load(fs->bd, &fs->sb, &copy);
+	bool torn;
+	int err = mfs_sb_load_torn(fs->bd, &fs->sb, &copy, &torn);
 
 	if (err)
 		return err;
 	if (copy && !replayed) {
 		mlog_warn("the primary superblock is damaged: replaying the journal "
 			  "with the backup of group %" PRIu32 " first", copy);
+	} else if (torn && !replayed) {
+		mlog_warn("the primary superblock is damaged: replaying the journal "
+			  "it locates first");
 	} else if (copy) {
 		mlog_err("cannot mount: the primary superblock is damaged; run "
 			 "fsck.miscfs (a backup is intact in group %" PRIu32 ")", copy);
+		return -EUCLEAN;
+	} else if (torn) {
+		mlog_err("cannot mount: the primary superblock is damaged, the "
+			 "journal held no copy of it, and there is no backup");
 		return -EUCLEAN;
 	}
 	err = mfs_sb_check(&fs->sb, fs->bd->size, why, sizeof(why));

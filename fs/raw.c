@@ -51,7 +51,7 @@ int mfs_raw_open(struct bdev *bd, struct mfs_raw *raw)
 
 	memset(raw, 0, sizeof(*raw));
 	raw->bd = bd;
-	err = mfs_sb_load(bd, &raw->sb, &raw->sb_group);
+	err = mfs_sb_load_torn(bd, &raw->sb, &raw->sb_group, &raw->sb_torn);
 	if (err)
 		return err;
 	raw->bs = mfs_block_size(&raw->sb);

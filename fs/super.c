@@ -225,8 +225,31 @@ static int try_backups(struct bdev *bd, struct mfs_super *sb, uint32_t *copy)
 	return -EUCLEAN;
 }
 
+/*
+ * Whether the primary @sb fails nothing but its checksum; @out gets it
+ * with the checksum it would have.  A write of the superblock torn at a
+ * sector boundary by a power cut leaves it so: its two halves come from
+ * an older and a newer copy, whose geometry is the same.
+ */
+static bool checksum_only(const struct mfs_super *sb, uint64_t device_bytes,
+			  struct mfs_super *out)
+{
+	char why[160];
+
+	*out = *sb;
+	out->s_checksum = htole32(mfs_sb_csum(out));
+	return !mfs_sb_check(out, device_bytes, why, sizeof(why));
+}
+
 int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group)
 {
+	return mfs_sb_load_torn(bd, sb, copy_group, NULL);
+}
+
+int mfs_sb_load_torn(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group,
+		     bool *torn)
+{
+	struct mfs_super primary;
 	char why[160];
 	int err;
 
@@ -241,14 +264,24 @@ int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group)
 		mlog_err("cannot read the superblock: %s", strerror(-err));
 		return err;
 	}
+	if (torn)
+		*torn = false;
 	if (!mfs_sb_check(sb, bd->size, why, sizeof(why)))
 		return 0;
+	primary = *sb;
 	mlog_warn("primary %s; looking for a backup superblock", why);
-	if (try_backups(bd, sb, copy_group)) {
-		mlog_err("no valid superblock found: primary %s, and no backup "
-			 "copy is intact", why);
-		return -EUCLEAN;
+	if (!try_backups(bd, sb, copy_group)) {
+		mlog_warn("using the backup superblock of group %" PRIu32, *copy_group);
+		return 0;
 	}
-	mlog_warn("using the backup superblock of group %" PRIu32, *copy_group);
-	return 0;
+	if (torn && checksum_only(&primary, bd->size, sb)) {
+		mlog_warn("no backup superblock is intact, but the primary fails "
+			  "nothing but its checksum, as a write torn by a power cut "
+			  "leaves it");
+		*torn = true;
+		return 0;
+	}
+	mlog_err("no valid superblock found: primary %s, and no backup "
+		 "copy is intact", why);
+	return -EUCLEAN;
 }
