@@ -162,13 +162,20 @@ int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
 int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group);
 /*
  * As mfs_sb_load, and when no copy is intact but the primary fails only
- * its checksum (a torn write: a filesystem of one group has no backup),
- * that primary, its checksum made good, with *@torn set: good enough to
- * find the journal, whose replay may write the primary again, not to
- * mount.
+ * its checksum with its fields whole (mfs_sb_fields_whole: a torn write;
+ * a filesystem of one group has no backup), that primary, its checksum
+ * made good, with *@torn set.
  */
 int mfs_sb_load_torn(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group,
 		     bool *torn);
+/*
+ * Whether every field of @sb comes from one copy: its checksum matches,
+ * or only the second sector, holding nothing but reserved zeros and the
+ * checksum, is stale.  Every field lies in the first 512 bytes, so a
+ * write torn at a sector boundary leaves the fields of the old or of the
+ * new copy, whole.
+ */
+bool mfs_sb_fields_whole(const struct mfs_super *sb);
 
 /* ---- mkfs ---------------------------------------------------------------- */
 

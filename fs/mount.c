@@ -50,7 +50,11 @@ static int check_features(struct mfs_fs *fs)
  * still holds the copy that mends it.  So the backup, whose geometry and
  * journal are the same, finds the journal, and only the primary as the
  * replay left it may be mounted.  A filesystem of one group has no
- * backup: there the torn primary's own geometry finds the journal.
+ * backup: there a torn primary finds the journal itself.  Its fields all
+ * lie in its first sector, so a tear leaves them whole (one copy's, old
+ * or new) and only the checksum stale; if the replay did not write it
+ * again (an in-place write was torn, not a checkpoint's), it is mounted
+ * as it is, and written whole by the mount.
  */
 static int load_super(struct mfs_fs *fs, bool replayed)
 {
@@ -72,9 +76,9 @@ static int load_super(struct mfs_fs *fs, bool replayed)
 			 "fsck.miscfs (a backup is intact in group %" PRIu32 ")", copy);
 		return -EUCLEAN;
 	} else if (torn) {
-		mlog_err("cannot mount: the primary superblock is damaged, the "
-			 "journal held no copy of it, and there is no backup");
-		return -EUCLEAN;
+		mlog_warn("the primary superblock's fields are whole, only its "
+			  "checksum is stale: mounting with them, and writing it "
+			  "again on a read-write mount");
 	}
 	err = mfs_sb_check(&fs->sb, fs->bd->size, why, sizeof(why));
 	if (err) {
@@ -151,8 +155,7 @@ static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
 	pthread_mutex_lock(&fs->sb_io_lock);
 	if (!err)
 		err = bdev_read(fs->bd, blk * fs->bs, buf, fs->bs);
-	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC ||
-		     le32toh(sb->s_checksum) != mfs_sb_csum(sb)))
+	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC || !mfs_sb_fields_whole(sb)))
 		err = -EUCLEAN;
 	if (!err) {
 		sb->s_state |= htole16(state);

@@ -225,11 +225,21 @@ static int try_backups(struct bdev *bd, struct mfs_super *sb, uint32_t *copy)
 	return -EUCLEAN;
 }
 
+bool mfs_sb_fields_whole(const struct mfs_super *sb)
+{
+	if (le32toh(sb->s_checksum) == mfs_sb_csum(sb))
+		return true;
+	for (size_t i = 0; i < sizeof(sb->s_reserved); i++)
+		if (sb->s_reserved[i])
+			return false;
+	return true;
+}
+
 /*
- * Whether the primary @sb fails nothing but its checksum; @out gets it
- * with the checksum it would have.  A write of the superblock torn at a
- * sector boundary by a power cut leaves it so: its two halves come from
- * an older and a newer copy, whose geometry is the same.
+ * Whether the primary @sb fails nothing but its checksum, its fields
+ * whole; @out gets it with the checksum it would have.  A write of the
+ * superblock torn at the sector boundary inside it by a power cut leaves
+ * it so.
  */
 static bool checksum_only(const struct mfs_super *sb, uint64_t device_bytes,
 			  struct mfs_super *out)
@@ -238,7 +248,8 @@ static bool checksum_only(const struct mfs_super *sb, uint64_t device_bytes,
 
 	*out = *sb;
 	out->s_checksum = htole32(mfs_sb_csum(out));
-	return !mfs_sb_check(out, device_bytes, why, sizeof(why));
+	return mfs_sb_fields_whole(sb) &&
+	       !mfs_sb_check(out, device_bytes, why, sizeof(why));
 }
 
 int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group)

@@ -13,6 +13,7 @@ int fsck_open(const char *path, bool read_only, struct bdev **out)
 	struct mfs_super sb;
 	enum mlog_level level;
 	uint32_t copy;
+	bool torn;
 	struct bdev *bd;
 	int err = bdev_open(path, &o, &bd);
 
@@ -24,7 +25,7 @@ int fsck_open(const char *path, bool read_only, struct bdev **out)
 	 * superblock is said once, when fsck_run reads it again. */
 	level = mlog_get_level();
 	mlog_set_level(MLOG_ERR);
-	err = mfs_sb_load(bd, &sb, &copy);
+	err = mfs_sb_load_torn(bd, &sb, &copy, &torn);
 	mlog_set_level(level);
 	bdev_close(bd);
 	if (err)
@@ -84,7 +85,7 @@ static int read_gdt(struct fsck_ctx *c)
 
 int fsck_load_super(struct fsck_ctx *c)
 {
-	int err = mfs_sb_load(c->bd, &c->sb, &c->sb_group);
+	int err = mfs_sb_load_torn(c->bd, &c->sb, &c->sb_group, &c->sb_torn);
 
 	if (err)
 		return err;
@@ -442,10 +443,13 @@ static int check(struct fsck_ctx *c)
 		c->sb_dirty = true;
 		c->backups_dirty = true;
 	}
+	if (c->sb_torn && fsck_fix(c, PR_SB_TORN, &(struct fsck_pctx){ 0 }))
+		c->sb_dirty = true;
 	fill_counts(c);
 	/* A backup's counts are those of the last time backups were written. */
-	c->was_valid = (le16toh(c->sb.s_state) & MFS_STATE_VALID) && !c->sb_group;
-	if (!c->o->force && !c->sb_group && is_clean(c)) {
+	c->was_valid = (le16toh(c->sb.s_state) & MFS_STATE_VALID) && !c->sb_group &&
+		       !c->sb_torn;
+	if (!c->o->force && !c->sb_group && !c->sb_torn && is_clean(c)) {
 		c->res->skipped_clean = true;
 		return 0;
 	}

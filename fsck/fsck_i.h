@@ -78,6 +78,7 @@ struct fsck_ctx {
 
 	struct mfs_super sb;
 	uint32_t sb_group;           /* the copy it came from */
+	bool sb_torn;                /* the primary, only its checksum stale */
 	bool sb_dirty, backups_dirty;
 	bool was_valid;              /* cleanly unmounted: its counts are exact */
 	uint32_t bs, ngroups, ipg, bpg, fdb, ninodes;

@@ -37,6 +37,9 @@ FSCK_PROBLEM(J_NO_JOURNAL, JOURNAL, P_UNFIXABLE, NULL,
 /* ---- pass 0: superblock, descriptors, regions ---- */
 FSCK_PROBLEM(SB_PRIMARY, 0, 0, "Write the backup over it",
 	"the primary superblock is damaged; the backup of group %g is used")
+FSCK_PROBLEM(SB_TORN, 0, P_PREEN, "Rewrite it",
+	"the primary superblock's checksum is stale but its fields are whole "
+	"(a write torn by a power cut), and no backup is intact")
 FSCK_PROBLEM(SB_BACKUP, 0, P_PREEN, "Rewrite it",
 	"the backup superblock of group %g %s")
 FSCK_PROBLEM(SB_STATE, 0, P_PREEN, "Clear them",

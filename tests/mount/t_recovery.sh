@@ -3,7 +3,8 @@
 # (the RECOVER flag and a log that is not empty, as miscfs-debug shows in
 # its summary and in verify); the next mount replays it, and the clean
 # unmount leaves nothing to recover.  And a superblock torn by the power
-# cut on an image of one group (no backup) still leads to the journal.
+# cut on an image of one group (no backup) still leads to the journal,
+# and is mounted (and written whole) when the replay did not mend it.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 
@@ -59,6 +60,30 @@ dd if="$T_DIR/old" of="$img" bs=512 skip=3 seek=3 count=1 conv=notrunc status=no
 start
 head -c 100000 "$T_DIR/data" | cmp - "$mnt/e/data" ||
 	fail "the file after a replay past a torn superblock"
+unmount
+expect_status 0 "$DEBUGFS" "$img" verify
+expect_in "$T_OUT" "problems: 0"
+
+# Torn by the clean unmount's own write of the superblock: the log is
+# empty and holds no copy.  Every field lies in the superblock's first
+# sector, so what is there is one copy, whole, and only the checksum in
+# the second sector is stale: the mount takes it and writes it again.
+expect_status 0 "$MKFS" -q -F "$img" 32M
+cp "$img" "$T_DIR/old"
+start
+cp "$T_DIR/data" "$mnt/data" || fail "cp"
+unmount
+[ "$(sector "$img")" != "$(sector "$T_DIR/old")" ] ||
+	fail "the superblock's second sector did not change: nothing to tear"
+dd if="$T_DIR/old" of="$img" bs=512 skip=3 seek=3 count=1 conv=notrunc status=none
+cp "$img" "$T_DIR/torn"
+# fsck names it and, allowed, writes it again.
+expect_status 4 "$FSCK" -fn "$img"
+expect_in "$T_OUT" "torn by a power cut"
+expect_status 1 "$FSCK" -p "$T_DIR/torn"
+expect_status 0 "$FSCK" -fn "$T_DIR/torn"
+start
+cmp "$T_DIR/data" "$mnt/data" || fail "the file after a torn clean unmount"
 unmount
 expect_status 0 "$DEBUGFS" "$img" verify
 expect_in "$T_OUT" "problems: 0"
