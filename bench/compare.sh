@@ -75,6 +75,13 @@
 # packages fuse3, e2fsprogs, fuse2fs, fio, dbench, python3, libfuse3-dev
 # with pkg-config and a C compiler (for passthrough), gnuplot-nox (for
 # the plot only).  The script installs nothing: it says what is missing.
+#
+# PEER_MEMORY (say 320M, unset by default) runs the daemons of the FUSE
+# peers (fuse2fs, passthrough_ll) in a memory cgroup of that size, which
+# also holds the host page cache they fill through the image or the lower
+# directory: the same memory as miscfs's cache_size plus its daemon, for
+# workloads (random reads of a file larger than the cache) that the host
+# cache would otherwise answer for them.
 # On any exit it unmounts what it mounted, stops its daemons and
 # detaches its loop devices.
 set -euo pipefail
@@ -257,6 +264,7 @@ cleanup() {
 		rm -f "$img"
 	done
 	rm -rf "$state"
+	[ -n "$peer_cg" ] && rmdir "$peer_cg" 2>/dev/null
 	exit "$rc"
 }
 exec 3>&2
@@ -320,6 +328,33 @@ wait_mounted() {
 	return 1
 }
 
+# The peers' memory cgroup (PEER_MEMORY), v2 or v1.
+peer_cg=
+peer_cg_setup() {
+	local limit
+	[ -n "${PEER_MEMORY:-}" ] || return 0
+	limit=$(bytes "$PEER_MEMORY")
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		peer_cg=/sys/fs/cgroup/miscfs-bench-peers
+		echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+		mkdir -p "$peer_cg" && echo "$limit" >"$peer_cg/memory.max"
+	elif [ -d /sys/fs/cgroup/memory ]; then
+		peer_cg=/sys/fs/cgroup/memory/miscfs-bench-peers
+		mkdir -p "$peer_cg" && echo "$limit" >"$peer_cg/memory.limit_in_bytes"
+	else
+		die "PEER_MEMORY: this machine has no memory cgroup"
+	fi || die "PEER_MEMORY: cannot set up $peer_cg"
+}
+
+# CMD... as a peer's daemon: in the peers' memory cgroup, if there is one.
+as_peer() {
+	if [ -z "$peer_cg" ]; then
+		"$@"
+	else
+		sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$peer_cg" "$@"
+	fi
+}
+
 fs_mount() {
 	local fs=$1 mnt img lower
 	mnt=$(mnt_of "$fs")
@@ -328,7 +363,7 @@ fs_mount() {
 	case $fs in
 	miscfs) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
 	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,data=journal" ;;
-	fuse2fs) fuse2fs "$img" "$mnt" ;;
+	fuse2fs) as_peer fuse2fs "$img" "$mnt" ;;
 	ext4) mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$mnt" ;;
 	ext4-journal) mount -t ext4 -o data=journal "$(loop_of "$fs")" "$mnt" ;;
 	passthrough)
@@ -339,7 +374,7 @@ fs_mount() {
 		# It holds a descriptor for each inode the kernel knows.
 		(
 			ulimit -n "$(ulimit -Hn)"
-			exec "$WORK/passthrough/passthrough_ll" -o "source=$lower/data" "$mnt"
+			as_peer "$WORK/passthrough/passthrough_ll" -o "source=$lower/data" "$mnt"
 		) ;;
 	esac
 	wait_mounted "$mnt"
@@ -727,7 +762,7 @@ for o in json.load(open(sys.argv[1])):
 	dev=$(findmnt -no SOURCE -T "$WORK" 2>/dev/null || true)
 	echo "disk: $WORK on $dev, $(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || true); $(lsblk -dno SIZE,ROTA "$dev" 2>/dev/null | awk '{ print $1 ", rotational: " ($2 ? "yes" : "no") }' || true)"
 	echo "packages: $(dpkg-query -W -f '${Package} ${Version}, ' fuse3 libfuse3-3 e2fsprogs fuse2fs fio dbench 2>/dev/null | sed 's/, $//' || true)"
-	echo "settings: ROUNDS=$ROUNDS SIZE=$SIZE CACHE=$CACHE SEQ=$SEQ NFILES=$NFILES NLOOKUP=$NLOOKUP NMETA=$NMETA DBENCH_TIME=$DBENCH_TIME FIO_TIME=$FIO_TIME SCALE=$SCALE"
+	echo "settings: ROUNDS=$ROUNDS SIZE=$SIZE CACHE=$CACHE SEQ=$SEQ NFILES=$NFILES NLOOKUP=$NLOOKUP NMETA=$NMETA DBENCH_TIME=$DBENCH_TIME FIO_TIME=$FIO_TIME SCALE=$SCALE${PEER_MEMORY:+ PEER_MEMORY=$PEER_MEMORY}"
 	echo "filesystems: $FS"
 	echo "workloads: $WORKLOADS"
 	[ -s "$OUT/skipped.txt" ] && sed 's/^/skipped: /' "$OUT/skipped.txt"
@@ -875,6 +910,7 @@ if [ ! -s "$WORK/include.tar" ]; then
 	tar -C /usr -cf "$WORK/include.tar.new" include
 	mv "$WORK/include.tar.new" "$WORK/include.tar"
 fi
+peer_cg_setup
 machine > "$OUT/machine.txt"
 start=$(now)
 for r in $(seq "$ROUNDS"); do
