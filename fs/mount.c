@@ -262,12 +262,28 @@ static int wait_ordered(void *arg, struct jnl_inode *ji)
 	return n->map ? pc_wait_range(n->map, 0, UINT64_MAX) : 0;
 }
 
+/*
+ * cache_size is the memory the daemon holds for data.  With data=journal
+ * that includes the journal's copies of data blocks (commit snapshots,
+ * pages changed while logged), which a log's worth bounds in practice:
+ * that much, at most half, comes out of the page cache's budget.
+ */
+static uint64_t cache_budget(const struct mfs_fs *fs)
+{
+	uint64_t total = fs->opts.cache_bytes ? fs->opts.cache_bytes : MFS_DEFAULT_CACHE;
+	uint64_t log = (uint64_t)le32toh(fs->sb.s_journal_blocks) * fs->bs;
+
+	if (fs->opts.data != MFS_DATA_JOURNAL)
+		return total;
+	return total - UT_MIN(log, total / 2);
+}
+
 static int start_cache(struct mfs_fs *fs)
 {
 	struct pc_config pcfg = {
 		.block_size = fs->bs,
 		.data_align = fs->bd->dma_align,
-		.budget = fs->opts.cache_bytes ? fs->opts.cache_bytes : MFS_DEFAULT_CACHE,
+		.budget = cache_budget(fs),
 		.no_flusher = fs->opts.no_flusher,
 	};
 	int err = pc_cache_create(&pcfg, &fs->cache);

@@ -3,7 +3,9 @@
 # two writers fill a file each, with data=journal (every data block is
 # copied for the journal, by whichever thread serves the write) and with
 # data=ordered: copies made on one thread and freed on another must not
-# pile up in the allocator's per-thread arenas.
+# pile up in the allocator's per-thread arenas.  With data=journal the
+# page cache gives up a log's worth (at most half) of cache_size to the
+# journal's copies.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 
@@ -23,6 +25,14 @@ for mode in journal ordered; do
 	for p in "${writers[@]}"; do wait "$p" || fail "dd ($mode)"; done
 	peak=$(peak_kib)
 	held=$(sed -n 's/^jnl_copy_bytes_held: //p' "$mnt/.miscfs/stats")
+	# data=journal: the journal's copies, up to a log's worth, come out of
+	# cache_size rather than on top of it.
+	budget=$(sed -n 's/^pc_budget: //p' "$mnt/.miscfs/stats")
+	log=$(($(sed -n 's/^jnl_log_size: //p' "$mnt/.miscfs/stats") * 4096))
+	want=$((cache_mib << 20))
+	[ "$mode" = journal ] && want=$((want - (log < want / 2 ? log : want / 2)))
+	[ "$budget" -le "$want" ] ||
+		fail "data=$mode: page cache budget $budget, more than $want"
 	echo "data=$mode: peak $((peak / 1024)) MiB, journal copies held $((held >> 20)) MiB"
 	[ "$peak" -le "$limit_kib" ] ||
 		fail "data=$mode: peak RSS $((peak / 1024)) MiB > $((limit_kib / 1024)) MiB"
