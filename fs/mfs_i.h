@@ -71,6 +71,9 @@ struct mfs_fs {
 	int jnl_errno;                   /* the journal had been aborted */
 	atomic_bool error_on_disk;       /* MFS_STATE_ERRORS written */
 	atomic_bool recover_on_disk;     /* INCOMPAT_RECOVER written */
+	atomic_bool sb_torn;             /* the primary on the disk has a stale
+	                                    checksum over whole fields, until
+	                                    the mount writes it again */
 	pthread_mutex_t sb_io_lock;      /* leaf: writes of the superblock
 	                                    straight to the disk */
 

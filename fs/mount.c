@@ -65,6 +65,7 @@ static int load_super(struct mfs_fs *fs, bool replayed)
 
 	if (err)
 		return err;
+	atomic_store(&fs->sb_torn, torn);
 	if (copy && !replayed) {
 		mlog_warn("the primary superblock is damaged: replaying the journal "
 			  "with the backup of group %" PRIu32 " first", copy);
@@ -142,7 +143,8 @@ static int load_jmap(struct mfs_fs *fs)
  * not reach home before their commit.  Used where the journal cannot
  * carry the change: before it runs, when it has aborted, under any lock
  * of a caller that met an error, and for the flag that says the journal
- * holds something.
+ * holds something.  A primary the mount found torn (sb_torn: whole
+ * fields, a stale checksum) is taken as it is until written again.
  */
 static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
 			  uint32_t clear)
@@ -155,7 +157,9 @@ static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
 	pthread_mutex_lock(&fs->sb_io_lock);
 	if (!err)
 		err = bdev_read(fs->bd, blk * fs->bs, buf, fs->bs);
-	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC || !mfs_sb_fields_whole(sb)))
+	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC ||
+		     (le32toh(sb->s_checksum) != mfs_sb_csum(sb) &&
+		      !(atomic_load(&fs->sb_torn) && mfs_sb_fields_whole(sb)))))
 		err = -EUCLEAN;
 	if (!err) {
 		sb->s_state |= htole16(state);
@@ -166,6 +170,8 @@ static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
 	}
 	if (!err)
 		err = bdev_flush(fs->bd);
+	if (!err)
+		atomic_store(&fs->sb_torn, false);
 	pthread_mutex_unlock(&fs->sb_io_lock);
 	bdev_free_buf(buf);
 	return err;
@@ -391,6 +397,8 @@ static int sb_write(struct mfs_fs *fs, void (*fn)(struct mfs_fs *, struct mfs_su
 		err = bdev_write(fs->bd, blk * fs->bs, buf, fs->bs);
 		if (!err)
 			err = bdev_flush(fs->bd);
+		if (!err)
+			atomic_store(&fs->sb_torn, false);
 		pthread_mutex_unlock(&fs->sb_io_lock);
 	}
 	bdev_free_buf(buf);
