@@ -225,8 +225,6 @@ struct mfs_raw {
 	struct bdev *bd;
 	struct mfs_super sb;
 	uint32_t sb_group;           /* group the superblock copy came from */
-	bool sb_torn;                /* the primary, failing only its checksum
-	                                (mfs_sb_load_torn), as no copy is intact */
 	uint32_t bs;
 	struct mfs_group_desc *gdt;  /* all descriptors, unchecked */
 	char why[256];               /* what the last -EUCLEAN was about */

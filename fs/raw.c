@@ -47,11 +47,12 @@ static int read_gdt(struct mfs_raw *raw)
 
 int mfs_raw_open(struct bdev *bd, struct mfs_raw *raw)
 {
+	bool torn;      /* a torn primary, whole fields: its log message says */
 	int err;
 
 	memset(raw, 0, sizeof(*raw));
 	raw->bd = bd;
-	err = mfs_sb_load_torn(bd, &raw->sb, &raw->sb_group, &raw->sb_torn);
+	err = mfs_sb_load_torn(bd, &raw->sb, &raw->sb_group, &torn);
 	if (err)
 		return err;
 	raw->bs = mfs_block_size(&raw->sb);
