@@ -54,6 +54,17 @@ static const struct pc_mapping_ops ops = {
 	.writepages = writepages,
 };
 
+static void dirty_page(struct pc_mapping *m, uint64_t index)
+{
+	struct pc_page *p;
+
+	t_ok(pc_find_or_create_page(m, index, &p));
+	SetPageUptodate(p);
+	pc_set_page_dirty(p);
+	pc_unlock_page(p);
+	pc_put_page(p);
+}
+
 static void check_mapped(struct pc_cache *c)
 {
 	struct pc_mapping *m;
@@ -103,16 +114,8 @@ static void check_mapped(struct pc_cache *c)
 				 (unsigned long long)blk);
 	}
 	/* A write the map refuses is reported by the next sync. */
-	{
-		struct pc_page *p;
-
-		t_ok(pc_find_or_create_page(m, 30, &p));
-		SetPageUptodate(p);
-		pc_set_page_dirty(p);
-		pc_unlock_page(p);
-		pc_put_page(p);
-		t_eq(pc_sync_mapping(m), -ENOSPC);
-	}
+	dirty_page(m, 30);
+	t_eq(pc_sync_mapping(m), -ENOSPC);
 	pc_mapping_destroy(m);
 }
 
@@ -172,17 +175,6 @@ static const struct pc_mapping_ops slow_ops = {
 	.readpages = slow_readpages,
 	.writepages = slow_writepages,
 };
-
-static void dirty_page(struct pc_mapping *m, uint64_t index)
-{
-	struct pc_page *p;
-
-	t_ok(pc_find_or_create_page(m, index, &p));
-	SetPageUptodate(p);
-	pc_set_page_dirty(p);
-	pc_unlock_page(p);
-	pc_put_page(p);
-}
 
 static void check_waited_read(struct pc_cache *c)
 {
