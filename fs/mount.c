@@ -158,8 +158,8 @@ static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
 	if (!err)
 		err = bdev_read(fs->bd, blk * fs->bs, buf, fs->bs);
 	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC ||
-		     (le32toh(sb->s_checksum) != mfs_sb_csum(sb) &&
-		      !(atomic_load(&fs->sb_torn) && mfs_sb_fields_whole(sb)))))
+		     !(atomic_load(&fs->sb_torn) ? mfs_sb_fields_whole(sb) :
+		       le32toh(sb->s_checksum) == mfs_sb_csum(sb))))
 		err = -EUCLEAN;
 	if (!err) {
 		sb->s_state |= htole16(state);
