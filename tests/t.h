@@ -3,6 +3,19 @@
  *
  * A test is one executable: exit 0 passes, 1 fails, 77 skips.  A failed
  * check prints where and why and exits at once.
+ *
+ * A test is a table of named cases, run by T_MAIN():
+ *
+ *   T_MAIN(T_CASE(test_wrap), T_CASE(test_revoke))
+ *
+ *   t_jnl_api                 every case, in the table's order
+ *   t_jnl_api wrap revoke     only these (the "test_" prefix may be left off)
+ *   t_jnl_api --list          the names, one per line
+ *
+ * A name that is not in the table exits 2, so a misspelt case never
+ * passes by running nothing.  A case that cannot run where it is (no
+ * io_uring, not the memory device) calls t_skip_case(), which ends it and
+ * goes on with the next; a run whose every case skipped exits 77.
  */
 #ifndef MISCFS_T_H
 #define MISCFS_T_H
@@ -53,6 +66,106 @@ static inline const char *t_fmt_(const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	return buf;
+}
+
+/* ---- named cases ------------------------------------------------------- */
+
+#include <setjmp.h>
+#include <stdbool.h>
+
+struct t_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+#define T_CASE(fn) { #fn, fn }
+
+/* Where t_skip_case() returns to: set while a case runs. */
+static jmp_buf *t_case_skip_;
+
+/* End the running case as skipped, saying why. */
+#define t_skip_case(...) do {                                             \
+	fprintf(stderr, "%s:%d: SKIP: ", __FILE__, __LINE__);             \
+	fprintf(stderr, __VA_ARGS__);                                     \
+	fprintf(stderr, "\n");                                            \
+	if (!t_case_skip_)                                                \
+		exit(T_SKIP);                                             \
+	longjmp(*t_case_skip_, 1);                                        \
+} while (0)
+
+/* "test_wrap" answers to "test_wrap" and to "wrap". */
+static inline bool t_case_is_(const char *name, const char *want)
+{
+	if (strcmp(name, want) == 0)
+		return true;
+	return strncmp(name, "test_", 5) == 0 && strcmp(name + 5, want) == 0;
+}
+
+static inline const char *t_case_short_(const char *name)
+{
+	return strncmp(name, "test_", 5) == 0 ? name + 5 : name;
+}
+
+/* Run one case; false when it skipped. */
+static inline bool t_case_run_(const struct t_case *c, bool say)
+{
+	jmp_buf env;
+
+	if (say)
+		printf("case %s\n", t_case_short_(c->name));
+	fflush(stdout);
+	if (setjmp(env)) {
+		t_case_skip_ = NULL;
+		return false;
+	}
+	t_case_skip_ = &env;
+	c->fn();
+	t_case_skip_ = NULL;
+	return true;
+}
+
+static inline int t_main(int argc, char **argv, const struct t_case *cases, size_t n)
+{
+	size_t ran = 0, skipped = 0;
+
+	if (argc == 2 && (strcmp(argv[1], "--list") == 0 || strcmp(argv[1], "-l") == 0)) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", t_case_short_(cases[i].name));
+		return 0;
+	}
+	for (int a = 1; a < argc; a++) {
+		size_t i = 0;
+
+		while (i < n && !t_case_is_(cases[i].name, argv[a]))
+			i++;
+		if (i == n) {
+			fprintf(stderr, "%s: no case '%s' (--list names them)\n", argv[0], argv[a]);
+			return 2;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool want = argc == 1;
+
+		for (int a = 1; a < argc && !want; a++)
+			want = t_case_is_(cases[i].name, argv[a]);
+		if (!want)
+			continue;
+		ran++;
+		if (!t_case_run_(&cases[i], n > 1))
+			skipped++;
+	}
+	return ran > 0 && skipped == ran ? T_SKIP : 0;
+}
+
+/* main(): the setup the cases share, if any, in @setup, then the cases. */
+#define T_MAIN(...) T_MAIN_SETUP((void)0, __VA_ARGS__)
+#define T_MAIN_SETUP(setup, ...)                                          \
+int main(int argc, char **argv)                                           \
+{                                                                         \
+	static const struct t_case t_cases_[] = { __VA_ARGS__ };          \
+	setup;                                                            \
+	return t_main(argc, argv, t_cases_,                               \
+		      sizeof(t_cases_) / sizeof(t_cases_[0]));            \
 }
 
 #endif /* MISCFS_T_H */
