@@ -6,6 +6,19 @@ set -u
 : "${MKFS:?MKFS must name mkfs.miscfs}"
 : "${DEBUGFS:?DEBUGFS must name miscfs-debug}"
 
+# How to run this test again by hand, with the variables it was given
+# (meson sets them; a run by hand needs the same).  Printed first, so a
+# failure's log starts with it.
+t_rerun_line() {
+	local v line=
+	for v in MKFS DEBUGFS FSCK MISCFS REPLAY MFSX MKDAMAGE RANDOM_DAMAGE \
+		FORMAT_MD PC_SRC BUILD_ROOT MESON $(compgen -v | grep -E '^(MISCFS|MFSX|CORPUS)_'); do
+		[ -n "${!v:-}" ] && line+="$v=${!v} "
+	done
+	echo "to rerun: $line$0"
+}
+t_rerun_line
+
 T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/miscfs-test.XXXXXX")
 t_cleanup() {
 	local pids

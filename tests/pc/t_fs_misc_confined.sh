@@ -4,6 +4,7 @@
 # prep_new_page mask in pc_i.h.
 set -u
 dir=${PC_SRC:?PC_SRC must name the pagecache directory}
+echo "to rerun: PC_SRC=$dir $0"
 hits=$(grep -n 'PG_fs_misc\|MiscFS' "$dir"/*.c "$dir"/pc_i.h |
 	grep -v '^[^:]*:[0-9]*:[[:space:]]*/\{0,1\}\*' |
 	grep -v 'pc_page_wait_bit(page, PG_fs_misc)' |
