@@ -86,9 +86,11 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static void run(const char *path, bool no_direct)
+/* On an image of its own: each case also runs alone. */
+static void run(bool no_direct)
 {
 	struct bdev_open_opts o = { .block_size = BS, .queue_depth = 16, .no_direct = no_direct };
+	char *path = t_image("img", (uint64_t)NTHREADS * REGION * BS);
 	static struct worker w[NTHREADS];
 	pthread_t th[NTHREADS];
 	struct bdev_stats st;
@@ -117,14 +119,18 @@ static void run(const char *path, bool no_direct)
 		bdev_free_buf(w[i].src);
 		bdev_free_buf(w[i].dst);
 	}
-}
-
-int main(void)
-{
-	char *path = t_image("img", (uint64_t)NTHREADS * REGION * BS);
-
-	run(path, false);
-	run(path, true);
 	free(path);
-	return 0;
 }
+
+/* O_DIRECT, where the file system takes it. */
+static void test_direct(void)
+{
+	run(false);
+}
+
+static void test_buffered(void)
+{
+	run(true);
+}
+
+T_MAIN(T_CASE(test_direct), T_CASE(test_buffered))

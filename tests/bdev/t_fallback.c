@@ -28,17 +28,19 @@ static bool refuse_io_uring(void)
 	       !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
-int main(void)
+/* The filter stays for the rest of the process: one case only. */
+static void test_pread_when_uring_refused(void)
 {
-	char *path = t_image("img", 1 << 20);
-	unsigned char *src = t_alloc(8192), *dst = t_alloc(8192);
 	struct bdev_open_opts o = { .block_size = 4096 };
+	unsigned char *src, *dst;
 	struct bdev *bd;
+	char *path;
 
-	if (!refuse_io_uring()) {
-		fprintf(stderr, "cannot install a seccomp filter: %s\n", strerror(errno));
-		return T_SKIP;
-	}
+	if (!refuse_io_uring())
+		t_skip_case("cannot install a seccomp filter: %s", strerror(errno));
+	path = t_image("img", 1 << 20);
+	src = t_alloc(8192);
+	dst = t_alloc(8192);
 	t_log_capture();
 	t_ok(bdev_open(path, &o, &bd));
 	t_assert(!strcmp(bd->ops->name, "pread"), "backend %s, expected pread", bd->ops->name);
@@ -57,5 +59,6 @@ int main(void)
 	bdev_free_buf(src);
 	bdev_free_buf(dst);
 	free(path);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_pread_when_uring_refused))

@@ -81,7 +81,7 @@ static void check_barrier(struct bdev *bd, const char *name)
 
 /* On the memory device the flush makes the writes before it survive a
  * power cut, and the ones after it may be lost. */
-static void check_mem_durability(void)
+static void test_mem_durability(void)
 {
 	struct bdev_req reqs[3], *ptrs[3] = { &reqs[0], &reqs[1], &reqs[2] };
 	uint8_t *a = t_alloc(BS), *b = t_alloc(BS), *got = t_alloc(BS);
@@ -118,7 +118,7 @@ static void check_invalid(struct bdev *bd)
 	bdev_free_buf(v.iov_base);
 }
 
-int main(void)
+static void test_uring_barrier(void)
 {
 	char *path = t_image("img", (uint64_t)4 * NWRITE * BS);
 	struct bdev_open_opts o = { .block_size = BS, .queue_depth = 16 };
@@ -128,13 +128,28 @@ int main(void)
 	check_barrier(bd, "io_uring (depth 16)");
 	check_invalid(bd);
 	bdev_close(bd);
+	free(path);
+}
+
+static void test_pread_barrier(void)
+{
+	char *path = t_image("img", (uint64_t)4 * NWRITE * BS);
+	struct bdev_open_opts o = { .block_size = BS, .queue_depth = 16 };
+	struct bdev *bd;
+
 	t_ok(bdev_open_pread(path, &o, &bd));
 	check_barrier(bd, "pread");
 	bdev_close(bd);
-	bd = t_dev_mem((uint64_t)4 * NWRITE * BS, BS);
+	free(path);
+}
+
+static void test_mem_barrier(void)
+{
+	struct bdev *bd = t_dev_mem((uint64_t)4 * NWRITE * BS, BS);
+
 	check_barrier(bd, "mem");
 	bdev_close(bd);
-	check_mem_durability();
-	free(path);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_uring_barrier), T_CASE(test_pread_barrier), T_CASE(test_mem_barrier),
+       T_CASE(test_mem_durability))

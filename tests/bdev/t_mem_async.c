@@ -73,7 +73,7 @@ static struct bdev *async_dev(unsigned int delay_us, uint64_t seed)
 }
 
 /* Out of order, from another thread; the log follows completion. */
-static void check_order_and_log(void)
+static void test_order_and_log(void)
 {
 	static struct order o;
 	unsigned char *buf = t_alloc(NBLK * BS), *got = t_alloc(NBLK * BS);
@@ -102,7 +102,7 @@ static void check_order_and_log(void)
 }
 
 /* A flush in a batch completes after everything before it, and covers it. */
-static void check_flush_in_batch(void)
+static void test_flush_in_batch(void)
 {
 	static struct order o;
 	unsigned char *buf = t_alloc(NBLK * BS);
@@ -146,7 +146,7 @@ static void check_flush_in_batch(void)
  * (one burst: the log puts a write whose end_io had not run after the
  * flush, which is true, if more than the device promised).
  */
-static void check_bdev_flush(void)
+static void test_bdev_flush(void)
 {
 	static struct order o;
 	unsigned char *buf = t_alloc(NBLK * BS), *zero = t_alloc(BS);
@@ -186,7 +186,7 @@ static void check_bdev_flush(void)
 }
 
 /* A power cut drops queued writes and loses completed unflushed ones. */
-static void check_power_cut(void)
+static void test_power_cut(void)
 {
 	static struct order o;
 	unsigned char *buf = t_alloc(NBLK * BS), *zero = t_alloc(NBLK * BS);
@@ -213,7 +213,7 @@ static void check_power_cut(void)
 	bdev_free_buf(zero);
 }
 
-static void check_faults(void)
+static void test_faults(void)
 {
 	unsigned char *buf = t_alloc(4 * BS);
 	struct bdev *bd = async_dev(10, 9);
@@ -229,12 +229,5 @@ static void check_faults(void)
 	bdev_free_buf(buf);
 }
 
-int main(void)
-{
-	check_order_and_log();
-	check_flush_in_batch();
-	check_bdev_flush();
-	check_power_cut();
-	check_faults();
-	return 0;
-}
+T_MAIN(T_CASE(test_order_and_log), T_CASE(test_flush_in_batch), T_CASE(test_bdev_flush),
+       T_CASE(test_power_cut), T_CASE(test_faults))

@@ -120,7 +120,9 @@ static void check_save_load(struct bdev *bd, unsigned char *img)
 	free(path);
 }
 
-int main(void)
+/* One device throughout: each check finds the faults the ones before it
+ * set, and the counts at the end are of them all. */
+static void test_faults_and_save_load(void)
 {
 	unsigned char *img = t_alloc(NBLK * BS), *buf = t_alloc(NBLK * BS);
 	struct bdev_stats st;
@@ -146,5 +148,6 @@ int main(void)
 	bdev_close(bd);
 	bdev_free_buf(img);
 	bdev_free_buf(buf);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_faults_and_save_load))

@@ -42,7 +42,7 @@ static void write_blocks(struct bdev *bd, unsigned int blk, unsigned int n, uint
 	bdev_free_buf(buf);
 }
 
-static void check_lose_all(void)
+static void test_lose_all(void)
 {
 	unsigned char *base = t_alloc(SIZE), *want = t_alloc(SIZE);
 	struct bdev *bd = fresh(base);
@@ -106,7 +106,7 @@ static void cut_outcome(enum bdev_cut mode, uint64_t seed, unsigned int nw,
 	bdev_free_buf(news);
 }
 
-static void check_random(void)
+static void test_random(void)
 {
 	enum { NW = 12, SEEDS = 24 };
 	size_t keep[NW], again[NW];
@@ -131,7 +131,7 @@ static void check_random(void)
 	t_assert(distinct > SEEDS / 2, "different seeds keep the same subsets");
 }
 
-static void check_torn(void)
+static void test_torn(void)
 {
 	enum { NW = 6, WBLK = 4 };
 	unsigned int torn = 0, whole = 0, lost = 0;
@@ -273,7 +273,7 @@ static bool expected(const unsigned char *base, const unsigned char *got, size_t
 	return ok;
 }
 
-static void check_crash_images(void)
+static void test_crash_images(void)
 {
 	static const enum bdev_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
 						   BDEV_CUT_RANDOM_TORN, BDEV_CUT_BLOCKS };
@@ -328,7 +328,7 @@ static void check_hash(unsigned char **seen, uint64_t *hashes, unsigned int *nse
 
 /* The cursor builds what bdev_wrap_crash_image() builds, walking the log
  * forward and back, and its hash tells the images apart. */
-static void check_cursor(void)
+static void test_cursor(void)
 {
 	static const enum bdev_cut modes[] = { BDEV_CUT_LOSE_ALL, BDEV_CUT_RANDOM,
 						   BDEV_CUT_RANDOM_TORN, BDEV_CUT_BLOCKS };
@@ -374,7 +374,7 @@ static void check_cursor(void)
 }
 
 /* A crash image of the whole log is what a power cut leaves. */
-static void check_agrees_with_cut(void)
+static void test_agrees_with_cut(void)
 {
 	unsigned char *base = t_alloc(SIZE);
 
@@ -401,20 +401,18 @@ static void check_agrees_with_cut(void)
 	bdev_free_buf(base);
 }
 
-int main(void)
+/* Crash images come of a recorded log: a device that never recorded
+ * has none, nor a cursor. */
+static void test_unrecorded(void)
 {
-	struct bdev *bd, *img;
+	struct bdev *bd = t_dev_mem(SIZE, BS), *img;
 	struct bdev_wrap_crash *cursor;
 
-	check_lose_all();
-	check_random();
-	check_torn();
-	check_crash_images();
-	check_cursor();
-	check_agrees_with_cut();
-	bd = t_dev_mem(SIZE, BS);
 	t_eq(bdev_wrap_crash_image(bd, 0, BDEV_CUT_LOSE_ALL, 0, &img), -EINVAL);
 	t_eq(bdev_wrap_crash_begin(bd, &cursor), -EINVAL);
 	bdev_close(bd);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_lose_all), T_CASE(test_random), T_CASE(test_torn),
+       T_CASE(test_crash_images), T_CASE(test_cursor), T_CASE(test_agrees_with_cut),
+       T_CASE(test_unrecorded))

@@ -96,8 +96,10 @@ static void check_errors(struct bdev *bd, const char *path, unsigned char *buf)
 	t_assert(truncate(path, NBLK * BS) == 0, "truncate: %s", strerror(errno));
 }
 
-static void run(const char *path, bool no_direct)
+/* On an image of its own: each case also runs alone. */
+static void run(bool no_direct)
 {
+	char *path = t_image("img", (uint64_t)NBLK * BS);
 	unsigned char *src = t_alloc(NBLK * BS), *dst = t_alloc(NBLK * BS);
 	struct bdev *bd = open_dev(path, no_direct);
 	struct bdev_stats st;
@@ -121,14 +123,18 @@ static void run(const char *path, bool no_direct)
 	bdev_close(bd);
 	bdev_free_buf(src);
 	bdev_free_buf(dst);
-}
-
-int main(void)
-{
-	char *path = t_image("img", (uint64_t)NBLK * BS);
-
-	run(path, false);
-	run(path, true);
 	free(path);
-	return 0;
 }
+
+/* O_DIRECT, where the file system takes it. */
+static void test_direct(void)
+{
+	run(false);
+}
+
+static void test_buffered(void)
+{
+	run(true);
+}
+
+T_MAIN(T_CASE(test_direct), T_CASE(test_buffered))

@@ -219,8 +219,10 @@ static void check_file(const char *path, uint64_t seed)
 	bdev_free_buf(got);
 }
 
-static void run(const char *path, bool no_direct, uint64_t seed)
+/* On an image of its own: each case also runs alone. */
+static void run(bool no_direct, uint64_t seed)
 {
+	char *path = t_image("img", (uint64_t)DEV_BLOCKS * BS + 100);
 	struct bdev *bd = open_dev(path, no_direct);
 	struct bdev_stats st;
 
@@ -232,15 +234,18 @@ static void run(const char *path, bool no_direct, uint64_t seed)
 	t_assert(st.flushes == 1, "flushes = %llu", (unsigned long long)st.flushes);
 	bdev_close(bd);
 	check_file(path, seed);
-}
-
-int main(void)
-{
-	char *path = t_image("img", (uint64_t)DEV_BLOCKS * BS + 100);
-
-	t_log_capture();
-	run(path, false, 1);
-	run(path, true, 2);
 	free(path);
-	return 0;
 }
+
+/* O_DIRECT, where the file system takes it. */
+static void test_direct(void)
+{
+	run(false, 1);
+}
+
+static void test_buffered(void)
+{
+	run(true, 2);
+}
+
+T_MAIN_SETUP(t_log_capture(), T_CASE(test_direct), T_CASE(test_buffered))

@@ -110,9 +110,11 @@ static void drop_file(struct bdev *bd)
 	t_ok(-posix_fadvise(bd->fd, 0, 0, POSIX_FADV_DONTNEED));
 }
 
-static void run(const char *path, bool no_direct, size_t max_xfer)
+/* On an image of its own: each case also runs alone. */
+static void run(bool no_direct, size_t max_xfer)
 {
 	struct bdev_open_opts o = { .block_size = BS, .queue_depth = 32, .no_direct = no_direct };
+	char *path = t_image("img", (uint64_t)(SCRATCH + 8) * BS);
 	const char *mode;
 	unsigned char *src = t_alloc(NBLK * BS), *dst = t_alloc(NBLK * BS);
 	struct bdev *bd;
@@ -139,15 +141,24 @@ static void run(const char *path, bool no_direct, size_t max_xfer)
 	bdev_test_max_xfer = 0;
 	bdev_free_buf(src);
 	bdev_free_buf(dst);
-}
-
-int main(void)
-{
-	char *path = t_image("img", (uint64_t)(SCRATCH + 8) * BS);
-
-	run(path, true, 0);
-	run(path, false, 0);
-	run(path, true, BS);
 	free(path);
-	return 0;
 }
+
+static void test_buffered(void)
+{
+	run(true, 0);
+}
+
+/* O_DIRECT, where the file system takes it. */
+static void test_direct(void)
+{
+	run(false, 0);
+}
+
+/* Every transfer cut short at a block, and still carried to its end. */
+static void test_short_transfers(void)
+{
+	run(true, BS);
+}
+
+T_MAIN(T_CASE(test_buffered), T_CASE(test_direct), T_CASE(test_short_transfers))

@@ -148,7 +148,7 @@ static void check_refused(struct bdev *bd, uint64_t off, void *buf, size_t len, 
 	t_eq(bdev_submit_wait(bd, &rp, 1), err == -EROFS ? 0 : err);
 }
 
-static void check_validation(void)
+static void test_validation(void)
 {
 	char *path = t_image("valid", (uint64_t)NBLK * BS);
 	struct bdev *bd = open_dev(path, BS, false, false);
@@ -187,15 +187,46 @@ static void check_validation(void)
 	free(path);
 }
 
-int main(void)
+static void test_eof_buffered(void)
 {
 	check_eof(true);
-	check_eof(false);
-	check_many_segments(true);
-	check_many_segments(false);
-	check_capped(true, 1000);
-	check_capped(true, 3 * 512);
-	check_capped(false, 512);
-	check_validation();
-	return 0;
 }
+
+/* O_DIRECT, where the file system takes it. */
+static void test_eof_direct(void)
+{
+	check_eof(false);
+}
+
+static void test_many_segments_buffered(void)
+{
+	check_many_segments(true);
+}
+
+static void test_many_segments_direct(void)
+{
+	check_many_segments(false);
+}
+
+/* Cut inside a sector, which only buffered I/O may be. */
+static void test_capped_unaligned_buffered(void)
+{
+	check_capped(true, 1000);
+}
+
+/* Cut at sector boundaries inside the blocks. */
+static void test_capped_sectors_buffered(void)
+{
+	check_capped(true, 3 * 512);
+}
+
+/* Direct I/O moves whole sectors: the smallest cap it takes. */
+static void test_capped_sector_direct(void)
+{
+	check_capped(false, 512);
+}
+
+T_MAIN(T_CASE(test_eof_buffered), T_CASE(test_eof_direct),
+       T_CASE(test_many_segments_buffered), T_CASE(test_many_segments_direct),
+       T_CASE(test_capped_unaligned_buffered), T_CASE(test_capped_sectors_buffered),
+       T_CASE(test_capped_sector_direct), T_CASE(test_validation))

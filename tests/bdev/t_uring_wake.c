@@ -102,7 +102,7 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void test_no_completion_left_unwoken(void)
 {
 	struct bdev_open_opts o = { .block_size = BS, .queue_depth = 16 };
 	char *path = t_image("img", (uint64_t)NTHREADS * (NASYNC + 1) * BS);
@@ -129,5 +129,6 @@ int main(void)
 	for (unsigned int i = 0; i < NTHREADS; i++)
 		bdev_free_buf(w[i].buf);
 	free(path);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_no_completion_left_unwoken))

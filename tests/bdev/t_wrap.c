@@ -299,18 +299,35 @@ static void check_crash_images(enum kind k)
 	bdev_free_buf(y);
 }
 
-int main(void)
+/* Every check on one kind of device; the flush checks, whose outcome
+ * depends on the order of completions, with @seeds seeds. */
+static void check_kind(enum kind k, uint64_t seeds)
 {
-	for (enum kind k = K_MEM; k <= K_URING; k++) {
-		check_order(k);
-		check_faults(k);
-		check_crash_images(k);
-		for (uint64_t seed = 1; seed <= (k == K_ASYNC ? 20u : 2u); seed++) {
-			check_batch_flush(k, seed);
-			check_sync_flush(k, seed);
-		}
+	check_order(k);
+	check_faults(k);
+	check_crash_images(k);
+	for (uint64_t seed = 1; seed <= seeds; seed++) {
+		check_batch_flush(k, seed);
+		check_sync_flush(k, seed);
 	}
-	/* Or the hold-back above was never put to the test. */
-	t_assert(overtaken > 0, "no write overtook a flush on the asynchronous device");
-	return 0;
 }
+
+static void test_mem(void)
+{
+	check_kind(K_MEM, 2);
+}
+
+static void test_mem_async(void)
+{
+	overtaken = 0;
+	check_kind(K_ASYNC, 20);
+	/* Or the hold-back in check_batch_flush was never put to the test. */
+	t_assert(overtaken > 0, "no write overtook a flush on the asynchronous device");
+}
+
+static void test_uring(void)
+{
+	check_kind(K_URING, 2);
+}
+
+T_MAIN(T_CASE(test_mem), T_CASE(test_mem_async), T_CASE(test_uring))
