@@ -341,12 +341,10 @@ static void write_image(void)
 		 "writing %s", image);
 }
 
-static void check_tool(void)
+static void test_tool(void)
 {
-	if (!getenv("DEBUGFS")) {
-		printf("SKIP: DEBUGFS does not name miscfs-debug\n");
-		exit(T_SKIP);
-	}
+	if (!getenv("DEBUGFS"))
+		t_skip_case("DEBUGFS does not name miscfs-debug");
 	write_image();
 	t_eq(run_debug("verify", NULL), 1);
 	expect_file(out, "problems: 4");
@@ -380,7 +378,17 @@ static void too_slow(int sig)
 	_exit(1);
 }
 
-int main(void)
+/* The library walks must not step through holes. */
+static void test_library(void)
+{
+	signal(SIGALRM, too_slow);
+	alarm(LIMIT_S);
+	check_library();
+	alarm(0);
+}
+
+/* The crafted image both cases walk; it stays open until the exit. */
+static void setup(void)
 {
 	struct mfs_mkfs_opts o = { .block_size = BS, .zeroed = true };
 
@@ -390,11 +398,8 @@ int main(void)
 	img = bdev_mem_data(bd);
 	sb = (struct mfs_super *)(img + MFS_SB_OFFSET);
 	craft();
-	signal(SIGALRM, too_slow);
-	alarm(LIMIT_S);      /* the library walks must not step through holes */
-	check_library();
-	alarm(0);
-	check_tool();
-	bdev_close(bd);
-	return 0;
 }
+
+T_MAIN_SETUP(setup(),
+	     T_CASE(test_library),
+	     T_CASE(test_tool))

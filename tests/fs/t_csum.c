@@ -232,7 +232,7 @@ static void run(uint32_t block_size, uint64_t bytes)
  * mkfs writes no xattr block, so the kinds are also pinned one by one:
  * what fs/ computes for a block of each kind is what FORMAT.md gives.
  */
-static void check_kinds(void)
+static void test_kinds(void)
 {
 	static const struct { unsigned ours, doc; } kinds[] = {
 		{ MFS_CSUM_DIR, DIR }, { MFS_CSUM_INDIRECT, INDIRECT },
@@ -252,11 +252,23 @@ static void check_kinds(void)
 	printf("ok: directory, indirect, xattr and region-table kinds\n");
 }
 
-int main(void)
+/* Every checksum of a fresh image of 1 KiB blocks, then of 4 KiB blocks. */
+static void test_image_1k(void)
+{
+	run(1024, 24u << 20);
+}
+
+static void test_image_4k(void)
+{
+	run(4096, 160u << 20);
+}
+
+static void setup(void)
 {
 	mlog_set_level(MLOG_ERR);
-	check_kinds();
-	run(1024, 24u << 20);
-	run(4096, 160u << 20);
-	return 0;
 }
+
+T_MAIN_SETUP(setup(),
+	     T_CASE(test_kinds),
+	     T_CASE(test_image_1k),
+	     T_CASE(test_image_4k))

@@ -47,20 +47,29 @@ static void expect_bad(const char *what, const char *text)
 	good_block();
 }
 
-int main(void)
+static void setup(void)
 {
-	char why[256];
-
 	sb.s_log_block_size = 0;
 	sb.s_inodes_count = htole32(100);
 	sb.s_csum_seed = htole64(0x1234);
+}
+
+/* The checksum is seeded with the directory's inode: a good block moved
+ * to another directory fails. */
+static void test_csum_binds_dir(void)
+{
+	char why[256];
 
 	good_block();
 	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
 	t_ok(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)));
 	t_eq(mfs_dirblock_check(&sb, 13, blk, why, sizeof(why)), -EUCLEAN);
 	t_assert(strstr(why, "checksum mismatch"), "another directory's block: %s", why);
+}
 
+static void test_rec_len(void)
+{
+	good_block();
 	((struct mfs_dirent *)(blk + 24))->rec_len = htole16(BS);
 	expect_bad("rec_len past the block", "misaligned or too long");
 	/* The tail stays intact, so only the bound at the tail refuses these:
@@ -76,6 +85,11 @@ int main(void)
 	expect_bad("rec_len not a multiple of 4", "misaligned");
 	((struct mfs_dirent *)(blk + 12))->rec_len = htole16(4);
 	expect_bad("rec_len below a header", "misaligned");
+}
+
+static void test_entry_fields(void)
+{
+	good_block();
 	((struct mfs_dirent *)(blk + 0))->name_len = 9;
 	expect_bad("name_len beyond rec_len", "does not fit rec_len");
 	((struct mfs_dirent *)(blk + 24))->inode = htole32(101);
@@ -84,13 +98,30 @@ int main(void)
 	expect_bad("file type 9", "file type 9");
 	((struct mfs_dirent *)(blk + 24))->name[1] = '/';
 	expect_bad("slash in a name", "'/' or NUL");
+}
+
+static void test_tail_marker(void)
+{
+	good_block();
 	blk[BS - MFS_DIR_TAIL_SIZE + 7] = 0;
 	expect_bad("tail marker gone", "checksum tail missing");
+}
 
-	/* An unused record may have any name_len, but its rec_len still counts. */
+/* An unused record may have any name_len, but its rec_len still counts. */
+static void test_unused_name_len(void)
+{
+	char why[256];
+
+	good_block();
 	((struct mfs_dirent *)(blk + 24))->inode = 0;
 	((struct mfs_dirent *)(blk + 24))->name_len = 200;
 	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
 	t_ok(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)));
-	return 0;
 }
+
+T_MAIN_SETUP(setup(),
+	     T_CASE(test_csum_binds_dir),
+	     T_CASE(test_rec_len),
+	     T_CASE(test_entry_fields),
+	     T_CASE(test_tail_marker),
+	     T_CASE(test_unused_name_len))

@@ -231,7 +231,7 @@ static void check_minimum(uint32_t bs)
 	printf("ok: minimum for %u-byte blocks is %" PRIu64 " bytes\n", bs, min);
 }
 
-static void check_refusals(void)
+static void test_refusals(void)
 {
 	struct mfs_mkfs_opts o = { .block_size = 4096 };
 	struct bdev *bd;
@@ -253,19 +253,44 @@ static void check_refusals(void)
 	bdev_close(bd);
 }
 
-int main(void)
+/* @bs-byte blocks, @bytes of device, without and with two regions. */
+static void layouts(uint32_t bs, uint64_t bytes)
 {
-	static const struct layout layouts[] = {
-		{ 1024, 24 << 20, 0 }, { 1024, 24 << 20, 2 },
-		{ 2048, 80 << 20, 0 }, { 2048, 80 << 20, 2 },
-		{ 4096, 300 << 20, 0 }, { 4096, 300 << 20, 2 },
-	};
+	const struct layout plain = { bs, bytes, 0 }, regions = { bs, bytes, 2 };
 
-	mlog_set_level(MLOG_ERR);
-	for (size_t i = 0; i < UT_ARRAY_SIZE(layouts); i++)
-		check_one(&layouts[i]);
+	check_one(&plain);
+	check_one(&regions);
+}
+
+static void test_layout_1k(void)
+{
+	layouts(1024, 24 << 20);
+}
+
+static void test_layout_2k(void)
+{
+	layouts(2048, 80 << 20);
+}
+
+static void test_layout_4k(void)
+{
+	layouts(4096, 300 << 20);
+}
+
+static void test_minimum(void)
+{
 	check_minimum(1024);
 	check_minimum(4096);
-	check_refusals();
-	return 0;
 }
+
+static void setup(void)
+{
+	mlog_set_level(MLOG_ERR);
+}
+
+T_MAIN_SETUP(setup(),
+	     T_CASE(test_layout_1k),
+	     T_CASE(test_layout_2k),
+	     T_CASE(test_layout_4k),
+	     T_CASE(test_minimum),
+	     T_CASE(test_refusals))

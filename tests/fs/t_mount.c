@@ -83,7 +83,7 @@ static int fill_pos(void *ctx, const char *name, size_t len, uint64_t ino,
 	return 0;
 }
 
-static void positions(void)
+static void test_readdir_positions(void)
 {
 	struct bdev *bd = tf_mkfs(1024, 8u << 20);
 	struct mfs_fs *fs = tf_mount(bd);
@@ -121,7 +121,7 @@ static void incompat(struct mfs_super *sb) { sb->s_feature_incompat |= htole32(0
 static void rocompat(struct mfs_super *sb) { sb->s_feature_ro_compat |= htole32(0x80); }
 static void errors(struct mfs_super *sb) { sb->s_state |= htole16(MFS_STATE_ERRORS); }
 
-static void refusals(void)
+static void test_refusals(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
 	struct bdev *bd = tf_mkfs(1024, 8u << 20), *other;
@@ -165,7 +165,7 @@ static void refusals(void)
 
 /* The root directory's block, damaged: lookups get -EIO and one line of
  * log naming the directory and the block; the mount stays up. */
-static void bad_dirblock(void)
+static void test_bad_dirblock(void)
 {
 	struct bdev *bd = tf_mkfs(1024, 8u << 20);
 	struct mfs_raw raw;
@@ -182,6 +182,7 @@ static void bad_dirblock(void)
 	img = (uint8_t *)bdev_mem_data(bd) + blk * 1024;
 	img[4] ^= 0x40;                     /* rec_len of "." */
 	fs = tf_mount(bd);
+	logged[0] = 0;
 	mlog_set_sink(sink, NULL);
 	t_eq(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL), -EIO);
 	t_eq(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL), -EIO);
@@ -208,7 +209,7 @@ static void tear_super(struct bdev *bd)
  * replay mends the primary.  With nothing in the log to mend it, the
  * mount is refused, naming the damage.
  */
-static void torn_super(void)
+static void test_torn_super(void)
 {
 	uint64_t size = 24u << 20;          /* groups with backups */
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .no_flusher = true };
@@ -248,13 +249,15 @@ static void torn_super(void)
 	printf("ok: a torn primary superblock mended by the replay, or refused\n");
 }
 
-int main(void)
+/* A fresh image of 1 KiB blocks, then of 4 KiB blocks. */
+static void test_fresh(void)
 {
 	fresh(1024);
 	fresh(4096);
-	positions();
-	refusals();
-	bad_dirblock();
-	torn_super();
-	return 0;
 }
+
+T_MAIN(T_CASE(test_fresh),
+       T_CASE(test_readdir_positions),
+       T_CASE(test_refusals),
+       T_CASE(test_bad_dirblock),
+       T_CASE(test_torn_super))

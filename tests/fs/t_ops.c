@@ -685,33 +685,45 @@ static void create_fails(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: a create that fails after allocating its inode (%u)\n", bs);
 }
 
+/* @fn on a fresh image of @bytes, at 1 KiB blocks, then at 4 KiB blocks. */
 static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
-	struct bdev *bd = tf_mkfs(bs, bytes);
-
-	fn(tf_mount(bd), bd);
-	bdev_close(bd);
-}
-
-int main(void)
-{
-	uint32_t sizes[] = { 1024, 4096 };
+	static const uint32_t sizes[] = { 1024, 4096 };
 
 	for (unsigned i = 0; i < 2; i++) {
+		struct bdev *bd;
+
 		bs = sizes[i];
-		each(names, 16u << 20);
-		each(many_entries, 16u << 20);
-		each(data, 64u << 20);
-		each(truncate_, 64u << 20);
-		each(links, 16u << 20);
-		each(attrs, 16u << 20);
-		each(setid, 16u << 20);
-		each(appends, 16u << 20);
-		each(readdir_plus, 16u << 20);
-		each(full, 8u << 20);
-		each(orphans, 16u << 20);
-		each(rename_, 16u << 20);
-		each(create_fails, 8u << 20);
+		bd = tf_mkfs(bs, bytes);
+		fn(tf_mount(bd), bd);
+		bdev_close(bd);
 	}
-	return 0;
 }
+
+static void test_names(void) { each(names, 16u << 20); }
+static void test_many_entries(void) { each(many_entries, 16u << 20); }
+static void test_data(void) { each(data, 64u << 20); }
+static void test_truncate(void) { each(truncate_, 64u << 20); }
+static void test_links(void) { each(links, 16u << 20); }
+static void test_attrs(void) { each(attrs, 16u << 20); }
+static void test_setid(void) { each(setid, 16u << 20); }
+static void test_appends(void) { each(appends, 16u << 20); }
+static void test_readdir_plus(void) { each(readdir_plus, 16u << 20); }
+static void test_full(void) { each(full, 8u << 20); }
+static void test_orphans(void) { each(orphans, 16u << 20); }
+static void test_rename(void) { each(rename_, 16u << 20); }
+static void test_create_fails(void) { each(create_fails, 8u << 20); }
+
+T_MAIN(T_CASE(test_names),
+       T_CASE(test_many_entries),
+       T_CASE(test_data),
+       T_CASE(test_truncate),
+       T_CASE(test_links),
+       T_CASE(test_attrs),
+       T_CASE(test_setid),
+       T_CASE(test_appends),
+       T_CASE(test_readdir_plus),
+       T_CASE(test_full),
+       T_CASE(test_orphans),
+       T_CASE(test_rename),
+       T_CASE(test_create_fails))

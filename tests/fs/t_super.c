@@ -294,10 +294,22 @@ static void run(uint32_t block_size, uint64_t bytes)
 	printf("ok: %u-byte blocks, %zu bounds\n", block_size, UT_ARRAY_SIZE(bounds));
 }
 
-int main(void)
+/* Every bound on a superblock of 1 KiB blocks, then of 4 KiB blocks. */
+static void test_bounds_1k(void)
+{
+	run(1024, 24u << 20);
+}
+
+static void test_bounds_4k(void)
+{
+	run(4096, 160u << 20);
+}
+
+static void setup(void)
 {
 	mlog_set_level(MLOG_ERR);
-	run(1024, 24u << 20);
-	run(4096, 160u << 20);
-	return 0;
 }
+
+T_MAIN_SETUP(setup(),
+	     T_CASE(test_bounds_1k),
+	     T_CASE(test_bounds_4k))

@@ -722,35 +722,49 @@ static void racing(struct mfs_fs *fs, struct bdev *bd)
 	       no, bs);
 }
 
-static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
+/* One image of @bytes for @fn: everybody's files go in the root. */
+static void one(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
 	struct bdev *bd = tf_mkfs(bs, bytes);
 	struct mfs_fs *fs = tf_mount(bd);
 	const struct mfs_setattr open_root = { .valid = MFS_SET_MODE, .mode = 0777 };
 
-	/* Everybody's files go in the root. */
 	t_ok(mfs_setattr(fs, &tf_root, MFS_ROOT_INO, &open_root, NULL));
 	fn(fs, bd);
 	bdev_close(bd);
 }
 
-int main(void)
+/* @fn at 1 KiB blocks, then at 4 KiB blocks. */
+static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
-	uint32_t sizes[] = { 1024, 4096 };
+	static const uint32_t sizes[] = { 1024, 4096 };
 
 	for (unsigned i = 0; i < 2; i++) {
 		bs = sizes[i];
-		each(placement, 16u << 20);
-		each(calls, 16u << 20);
-		each(who_may, 16u << 20);
-		each(freed, 16u << 20);
-		each(damaged, 16u << 20);
-		each(acl_checks, 16u << 20);
-		each(acl_rules, 16u << 20);
-		each(inherit, 16u << 20);
-		each(flags, 16u << 20);
-		each(racing, 16u << 20);
-		each(full, 8u << 20);
+		one(fn, bytes);
 	}
-	return 0;
 }
+
+static void test_placement(void) { each(placement, 16u << 20); }
+static void test_calls(void) { each(calls, 16u << 20); }
+static void test_who_may(void) { each(who_may, 16u << 20); }
+static void test_freed(void) { each(freed, 16u << 20); }
+static void test_damaged(void) { each(damaged, 16u << 20); }
+static void test_acl_checks(void) { each(acl_checks, 16u << 20); }
+static void test_acl_rules(void) { each(acl_rules, 16u << 20); }
+static void test_inherit(void) { each(inherit, 16u << 20); }
+static void test_flags(void) { each(flags, 16u << 20); }
+static void test_racing(void) { each(racing, 16u << 20); }
+static void test_full(void) { each(full, 8u << 20); }
+
+T_MAIN(T_CASE(test_placement),
+       T_CASE(test_calls),
+       T_CASE(test_who_may),
+       T_CASE(test_freed),
+       T_CASE(test_damaged),
+       T_CASE(test_acl_checks),
+       T_CASE(test_acl_rules),
+       T_CASE(test_inherit),
+       T_CASE(test_flags),
+       T_CASE(test_racing),
+       T_CASE(test_full))
