@@ -203,7 +203,8 @@ static void check_waited_read(struct pc_cache *c)
 	bdev_close(slow);
 }
 
-int main(void)
+/* Each case on a device of its own holding the pattern, with a cache. */
+static void with_cache(void (*check)(struct pc_cache *))
 {
 	struct pc_config cfg = { .block_size = BS, .budget = T_BUDGET(128, BS),
 				 .no_flusher = true };
@@ -213,10 +214,24 @@ int main(void)
 	for (uint64_t i = 0; i < BLOCKS; i++)
 		t_pattern((char *)bdev_mem_data(bd) + i * BS, i, BS);
 	t_ok(pc_cache_create(&cfg, &c));
-	check_mapped(c);
-	check_identity(c);
-	check_waited_read(c);
+	check(c);
 	pc_cache_destroy(c);
 	bdev_close(bd);
-	return 0;
 }
+
+static void test_mapped(void)
+{
+	with_cache(check_mapped);
+}
+
+static void test_identity(void)
+{
+	with_cache(check_identity);
+}
+
+static void test_waited_read(void)
+{
+	with_cache(check_waited_read);
+}
+
+T_MAIN(T_CASE(test_mapped), T_CASE(test_identity), T_CASE(test_waited_read))

@@ -32,7 +32,7 @@ static void read_one(struct t_env *e, uint64_t i)
 	check_within(e);
 }
 
-int main(void)
+static void test_reads_stay_in_budget(void)
 {
 	struct t_env e;
 	struct pc_stats st;
@@ -62,5 +62,6 @@ int main(void)
 	t_assert(st.misses >= BLOCKS, "misses");
 	t_eq(pc_mapping_nrpages(e.m), st.pages);
 	t_env_fini(&e);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_reads_stay_in_budget))

@@ -40,7 +40,7 @@ static void scan(struct t_env *e, uint64_t from, uint64_t n)
 	}
 }
 
-static void never_reclaimed_dirty(void)
+static void test_never_reclaimed_dirty(void)
 {
 	struct t_env e;
 
@@ -98,10 +98,15 @@ static void write_past_budget(bool flusher)
 	t_env_fini(&e);
 }
 
-int main(void)
+static void test_past_budget_with_flusher(void)
 {
-	never_reclaimed_dirty();
 	write_past_budget(true);
-	write_past_budget(false);
-	return 0;
 }
+
+static void test_past_budget_without_flusher(void)
+{
+	write_past_budget(false);
+}
+
+T_MAIN(T_CASE(test_never_reclaimed_dirty), T_CASE(test_past_budget_with_flusher),
+       T_CASE(test_past_budget_without_flusher))

@@ -10,7 +10,7 @@
 
 #define BS 4096u
 
-int main(void)
+static void test_read_error_until_fixed(void)
 {
 	struct t_env e;
 	struct pc_page *p;
@@ -35,5 +35,6 @@ int main(void)
 	t_assert(t_is_pattern(p->data, 9, BS), "recovered page data");
 	pc_put_page(p);
 	t_env_fini(&e);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_read_error_until_fixed))

@@ -56,7 +56,7 @@ static void *misc_waiter(void *arg)
 	return NULL;
 }
 
-static void check_fs_misc_wait(void)
+static void test_fs_misc_wait(void)
 {
 	pthread_t t[3];
 
@@ -76,7 +76,7 @@ static void check_fs_misc_wait(void)
 	t_assert(PageDirty(&waited), "end_page_fs_misc touched another bit");
 }
 
-int main(void)
+static void test_accessors(void)
 {
 	int count = 0;
 
@@ -84,6 +84,6 @@ int main(void)
 	t_eq(count, 11);
 	t_eq(PG_fs_misc, 10);
 	t_assert(PG_NR_FLAGS <= 32, "flags do not fit the word");
-	check_fs_misc_wait();
-	return 0;
 }
+
+T_MAIN(T_CASE(test_accessors), T_CASE(test_fs_misc_wait))

@@ -31,7 +31,7 @@ static unsigned int scan(struct t_env *e, uint64_t from, uint64_t n,
 	return reused;
 }
 
-int main(void)
+static void test_kept_until_reused(void)
 {
 	struct t_env e;
 	struct pc_page *a, *b;
@@ -89,5 +89,6 @@ int main(void)
 	t_assert(b == a, "the freed descriptor was never reused");
 	t_assert(!PageMiscFS(b), "new page carries PG_fs_misc");
 	t_env_fini(&e);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_kept_until_reused))

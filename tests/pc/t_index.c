@@ -41,7 +41,7 @@ static void check_all(struct pc_mapping *m, uint64_t n, uint64_t gone_from)
 	}
 }
 
-int main(void)
+static void test_sparse_index(void)
 {
 	static const struct pc_mapping_ops none = { 0 };
 	/* Room for PAGES beyond the pool's reserve (1/64, for writeback). */
@@ -85,5 +85,6 @@ int main(void)
 	pc_get_stats(c, &st);
 	t_eq(st.pages, 0);
 	pc_cache_destroy(c);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_sparse_index))

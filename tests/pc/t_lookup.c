@@ -111,7 +111,9 @@ static void check_exclusion(struct t_env *e)
 	pc_put_page(p);
 }
 
-int main(void)
+/* One environment throughout: the counts at the end are of every
+ * lookup before them. */
+static void test_lookups_locks_and_counts(void)
 {
 	struct t_env e;
 	struct pc_stats st;
@@ -129,5 +131,6 @@ int main(void)
 	t_eq(st.page_cost, BS + sizeof(struct pc_page));
 	t_eq(st.max_pages, 128);
 	t_env_fini(&e);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_lookups_locks_and_counts))

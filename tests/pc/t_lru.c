@@ -46,12 +46,17 @@ static uint64_t run(bool hot_twice)
 	return misses;
 }
 
-int main(void)
+static void test_hot_set_survives(void)
 {
-	uint64_t hot = run(true), cold = run(false);
+	t_eq(run(true), 0);
+}
 
-	t_eq(hot, 0);
+static void test_cold_set_goes(void)
+{
+	uint64_t cold = run(false);
+
 	t_assert(cold == HOT, "a set used once survived the scan (%llu of %u "
 		 "pages missed)", (unsigned long long)cold, HOT);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_hot_set_survives), T_CASE(test_cold_set_goes))

@@ -144,16 +144,21 @@ static void check_wait_for_writes(void)
 		pc_put_page(p[i]);
 }
 
-int main(void)
+static struct pc_cache *cache(void)
 {
 	struct pc_config cfg = { .block_size = BS, .budget = T_BUDGET(64, BS),
 				 .dirty_expire_ms = 3600 * 1000 };
-	static const struct pc_mapping_ops no_read = { 0 };
 	struct pc_cache *c;
-	struct pc_mapping *m2;
-	struct pc_page *p;
 
 	t_ok(pc_cache_create(&cfg, &c));
+	return c;
+}
+
+/* Readahead's readpage calls come on top of the four reads before it. */
+static void test_owner_ops(void)
+{
+	struct pc_cache *c = cache();
+
 	t_eq(pc_block_size(c), BS);
 	t_ok(pc_mapping_create(c, &ops, &own, &own.m));
 	t_assert(pc_mapping_ctx(own.m) == &own, "ctx");
@@ -162,11 +167,21 @@ int main(void)
 
 	t_eq(pc_readahead(own.m, 10, 8, UINT64_MAX), 8);
 	t_eq(atomic_load(&own.readpage_calls), 4 + 8);
-
-	t_ok(pc_mapping_create(c, &no_read, NULL, &m2));
-	t_eq(pc_read_cache_page(m2, 0, &p), -EIO);
-	pc_mapping_destroy(m2);
 	pc_mapping_destroy(own.m);
 	pc_cache_destroy(c);
-	return 0;
 }
+
+static void test_no_readpage(void)
+{
+	static const struct pc_mapping_ops no_read = { 0 };
+	struct pc_cache *c = cache();
+	struct pc_mapping *m;
+	struct pc_page *p;
+
+	t_ok(pc_mapping_create(c, &no_read, NULL, &m));
+	t_eq(pc_read_cache_page(m, 0, &p), -EIO);
+	pc_mapping_destroy(m);
+	pc_cache_destroy(c);
+}
+
+T_MAIN(T_CASE(test_owner_ops), T_CASE(test_no_readpage))

@@ -35,7 +35,7 @@ static void attach_range(struct t_env *e, uint64_t from, uint64_t n)
 	}
 }
 
-int main(void)
+static void test_release_asked(void)
 {
 	struct t_env e;
 	struct pc_page *p;
@@ -68,5 +68,6 @@ int main(void)
 		 atomic_load(&e.own.released));
 	t_eq(pc_find_get_page(e.m, 1000), NULL);
 	t_env_fini(&e);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_release_asked))

@@ -40,7 +40,7 @@ static int read_ra(struct t_env *e, struct pc_ra_state *ra, uint64_t i,
 	return 0;
 }
 
-static void check_sequential(void)
+static void test_sequential(void)
 {
 	struct t_env e;
 	struct pc_ra_state ra;
@@ -74,7 +74,7 @@ static void check_sequential(void)
 	t_env_fini(&e);
 }
 
-static void check_random_and_limit(void)
+static void test_random_and_limit(void)
 {
 	static const uint64_t idx[] = { 700, 900, 650, 1000, 720 };
 	struct t_env e;
@@ -112,12 +112,14 @@ static void check_random_and_limit(void)
 	t_env_fini(&e);
 }
 
-static void check_error(void)
+static void test_error(void)
 {
 	struct t_env e;
 	struct pc_ra_state ra;
 	struct pc_page *p;
 
+	if (!t_dev_is_mem())
+		t_skip_case("faults need the memory device");
 	init(&e);
 	t_ok(bdev_wrap_fail(e.bd, 130 * BS, BS, BDEV_WRAP_FAIL_READ));
 	pc_ra_init(&ra);
@@ -129,11 +131,4 @@ static void check_error(void)
 	t_env_fini(&e);
 }
 
-int main(void)
-{
-	check_sequential();
-	check_random_and_limit();
-	if (t_dev_is_mem())
-		check_error();
-	return 0;
-}
+T_MAIN(T_CASE(test_sequential), T_CASE(test_random_and_limit), T_CASE(test_error))

@@ -101,11 +101,17 @@ static void check_refusals(struct pc_cache *c, struct bdev *bd)
 	t_eq(t_log_count("lies outside the device"), 3);
 }
 
+/* The view of block 9, where check_file_region wrote "region": written
+ * here too, so that this case also runs alone. */
 static void check_read_only(struct pc_cache *c)
 {
-	struct bdev *bd = open_image(true);
+	int fd = open(path, O_WRONLY);
+	struct bdev *bd;
 	struct pc_region *r;
 
+	t_assert(fd >= 0 && pwrite(fd, "region", 6, 9 * BS) == 6, "image");
+	close(fd);
+	bd = open_image(true);
 	t_eq(pc_region_map(c, bd, 0, BS, PC_REGION_WRITE, &r), -EROFS);
 	t_ok(pc_region_map(c, bd, 9 * BS, BS, 0, &r));
 	t_assert(!memcmp(pc_region_data(r), "region", 6), "read-only view");
@@ -148,10 +154,9 @@ static void check_bad_page(struct pc_cache *c, struct bdev *bd)
 	pc_region_unmap(r);
 }
 
-int main(void)
+/* The image every case maps, removed at exit. */
+static void setup(void)
 {
-	struct pc_cache *c;
-	struct bdev *bd;
 	int fd;
 
 	t_assert(mkdtemp(dir), "mkdtemp");
@@ -160,15 +165,51 @@ int main(void)
 	fd = open(path, O_CREAT | O_RDWR, 0600);
 	t_assert(fd >= 0 && ftruncate(fd, DEV) == 0, "image");
 	close(fd);
-
-	c = cache();
-	bd = open_image(false);
-	check_file_region(c, bd);
-	check_refusals(c, bd);
-	check_bad_page(c, bd);
-	bdev_close(bd);
-	check_read_only(c);
-	check_mem_device(c);
-	pc_cache_destroy(c);
-	return 0;
 }
+
+/* Each case with a cache of its own, and the image open when it maps it. */
+static void with_image(void (*check)(struct pc_cache *, struct bdev *))
+{
+	struct pc_cache *c = cache();
+	struct bdev *bd = open_image(false);
+
+	check(c, bd);
+	bdev_close(bd);
+	pc_cache_destroy(c);
+}
+
+static void with_cache(void (*check)(struct pc_cache *))
+{
+	struct pc_cache *c = cache();
+
+	check(c);
+	pc_cache_destroy(c);
+}
+
+static void test_file_region(void)
+{
+	with_image(check_file_region);
+}
+
+static void test_refusals(void)
+{
+	with_image(check_refusals);
+}
+
+static void test_bad_page(void)
+{
+	with_image(check_bad_page);
+}
+
+static void test_read_only(void)
+{
+	with_cache(check_read_only);
+}
+
+static void test_mem_device(void)
+{
+	with_cache(check_mem_device);
+}
+
+T_MAIN_SETUP(setup(), T_CASE(test_file_region), T_CASE(test_refusals), T_CASE(test_bad_page),
+	     T_CASE(test_read_only), T_CASE(test_mem_device))

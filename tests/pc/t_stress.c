@@ -235,7 +235,7 @@ static void setup(void)
 				       (void *)(uintptr_t)(k * HALF), &maps[k]));
 }
 
-int main(void)
+static void test_threads_keep_pages_whole(void)
 {
 	void *(*fns[])(void *) = { reader, reader, writer, writer, truncator,
 				   seq_reader, syncer };
@@ -262,5 +262,6 @@ int main(void)
 		pc_mapping_destroy(maps[k]);
 	pc_cache_destroy(cache);
 	bdev_close(bd);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_threads_keep_pages_whole))

@@ -31,9 +31,10 @@ static void one_life(unsigned int life)
 	t_env_fini(&e);         /* the mapping, the cache, then the device */
 }
 
-int main(void)
+static void test_lives_end_before_completions(void)
 {
 	for (unsigned int life = 0; life < LIVES; life++)
 		one_life(life);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_lives_end_before_completions))

@@ -128,7 +128,8 @@ static void check_invalidate(struct t_env *e)
 	t_assert(t_is_pattern(t_dev_block(e, 3), 3, BS), "dropped page written");
 }
 
-int main(void)
+/* Invalidation works on the pages truncation left. */
+static void test_truncate_then_invalidate(void)
 {
 	struct t_env e;
 	struct pc_stats st;
@@ -140,5 +141,6 @@ int main(void)
 	t_eq(st.pages, 0);
 	t_eq(st.dirty, 0);
 	t_env_fini(&e);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_truncate_then_invalidate))

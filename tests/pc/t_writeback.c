@@ -36,7 +36,7 @@ static bool written(struct t_env *e, uint64_t i, uint64_t as)
 	return t_is_pattern(t_dev_block(e, i), as, BS);
 }
 
-static void check_ranges(void)
+static void test_ranges(void)
 {
 	struct t_env e;
 	struct bdev_stats a, b;
@@ -81,7 +81,7 @@ static void check_ranges(void)
 	t_env_fini(&e);
 }
 
-static void check_flusher_expiry(void)
+static void test_flusher_expiry(void)
 {
 	struct pc_config cfg = {
 		.budget = T_BUDGET(PAGES, BS),
@@ -103,7 +103,7 @@ static void check_flusher_expiry(void)
 	t_env_fini(&e);
 }
 
-static void check_threshold(void)
+static void test_threshold(void)
 {
 	struct pc_config cfg = {
 		.budget = T_BUDGET(PAGES, BS),
@@ -126,7 +126,7 @@ static void check_threshold(void)
 	t_env_fini(&e);
 }
 
-static void check_sync_cache_and_balance(void)
+static void test_sync_cache_and_balance(void)
 {
 	struct pc_config cfg = {
 		.budget = T_BUDGET(PAGES, BS),
@@ -167,7 +167,7 @@ static void check_sync_cache_and_balance(void)
  */
 #define MANY 600u
 
-static void check_pressure_batches(void)
+static void test_pressure_batches(void)
 {
 	struct pc_config cfg = {
 		.budget = T_BUDGET(2 * MANY, BS),
@@ -209,7 +209,7 @@ static void check_pressure_batches(void)
 
 /* Below the threshold, kicks (as every dirtying above it and every
  * allocation that meets dirty pages sends) do not each walk the list. */
-static void check_kicks_walk_once(void)
+static void test_kicks_walk_once(void)
 {
 	struct pc_config cfg = {
 		.budget = T_BUDGET(2 * MANY, BS),
@@ -242,13 +242,6 @@ static void check_kicks_walk_once(void)
 	t_env_fini(&e);
 }
 
-int main(void)
-{
-	check_ranges();
-	check_flusher_expiry();
-	check_threshold();
-	check_sync_cache_and_balance();
-	check_pressure_batches();
-	check_kicks_walk_once();
-	return 0;
-}
+T_MAIN(T_CASE(test_ranges), T_CASE(test_flusher_expiry), T_CASE(test_threshold),
+       T_CASE(test_sync_cache_and_balance), T_CASE(test_pressure_batches),
+       T_CASE(test_kicks_walk_once))
