@@ -21,6 +21,13 @@ static void setup(struct tj *t)
 	tj_open(t);
 }
 
+/* Before the case allocates anything: a skip leaves the case. */
+static void need_mem(void)
+{
+	if (!t_dev_is_mem())
+		t_skip_case("needs the memory device's log or faults");
+}
+
 static void test_commit_and_recover(void)
 {
 	struct tj t;
@@ -28,6 +35,7 @@ static void test_commit_and_recover(void)
 	struct jnl_recovery info;
 	struct bdev *img;
 
+	need_mem();
 	setup(&t);
 	t_ok(jnl_start(t.j, 3, &h));
 	tj_write(&t, &h, 10, 1);
@@ -93,6 +101,7 @@ static void test_unused_credits(void)
 	struct jnl_recovery info;
 	struct bdev *img;
 
+	need_mem();
 	setup(&t);
 	max = jnl_max_credits(t.j);
 	for (uint32_t i = 0; i < 1000; i++) {
@@ -122,9 +131,12 @@ static void test_escape_and_big(void)
 	struct jnl_recovery info;
 	struct pc_page *pg;
 	struct bdev *img;
-	uint8_t *want = bdev_alloc_buf(BS), *got = bdev_alloc_buf(BS);
 	uint32_t magic = htole32(JNL_MAGIC);
+	uint8_t *want, *got;
 
+	need_mem();
+	want = bdev_alloc_buf(BS);
+	got = bdev_alloc_buf(BS);
 	setup(&t);
 	t_ok(jnl_start(t.j, 200, &h));
 	for (uint64_t b = 100; b < 299; b++)        /* over three descriptors */
@@ -188,8 +200,10 @@ static void test_revoke(void)
 	struct jnl_handle h;
 	struct jnl_recovery info;
 	struct bdev *img;
-	void *buf = bdev_alloc_buf(BS);
+	void *buf;
 
+	need_mem();
+	buf = bdev_alloc_buf(BS);
 	setup(&t);
 	t_ok(jnl_start(t.j, 2, &h));
 	tj_write(&t, &h, 80, 1);
@@ -246,6 +260,7 @@ static void test_ordered(void)
 	struct jnl_handle h;
 	size_t commit_at = 0;
 
+	need_mem();
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
 	t.cfg.submit_ordered = write_ordered;
 	t.cfg.arg = &o;
@@ -348,6 +363,7 @@ static void test_io_error(void)
 	struct tj t;
 	struct jnl_handle h;
 
+	need_mem();
 	setup(&t);
 	t_ok(bdev_wrap_fail(t.bd, (uint64_t)JSTART * BS, (uint64_t)JBLOCKS * BS,
 			   BDEV_WRAP_FAIL_WRITE));
@@ -408,6 +424,7 @@ static void test_hooks(void)
 	struct jnl_handle h;
 	struct tj t;
 
+	need_mem();
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, false);
 	t.cfg.log_in_use = hook_in_use;
 	t.cfg.frozen = hook_frozen;
@@ -459,21 +476,7 @@ static void test_hooks(void)
 	printf("ok: the filesystem's hooks and the abort's errno\n");
 }
 
-int main(void)
-{
-	mlog_set_level(MLOG_ERR);
-	test_limits();
-	test_fsync_scope();
-	test_wrap();
-	test_pin_limit();
-	if (!t_dev_is_mem())
-		return 0;       /* the rest needs the memory device's log or faults */
-	test_commit_and_recover();
-	test_escape_and_big();
-	test_unused_credits();
-	test_revoke();
-	test_ordered();
-	test_io_error();
-	test_hooks();
-	return 0;
-}
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_limits), T_CASE(test_fsync_scope),
+	     T_CASE(test_wrap), T_CASE(test_pin_limit), T_CASE(test_commit_and_recover),
+	     T_CASE(test_escape_and_big), T_CASE(test_unused_credits), T_CASE(test_revoke),
+	     T_CASE(test_ordered), T_CASE(test_io_error), T_CASE(test_hooks))

@@ -132,7 +132,7 @@ static void check_damage(uint32_t type, const char *kind, const char *text)
 }
 
 /* A damaged journal superblock: nothing replayed, and said so. */
-static void check_superblock(void)
+static void test_superblock(void)
 {
 	struct tj t;
 	struct jnl_recovery info;
@@ -148,20 +148,41 @@ static void check_superblock(void)
 	printf("ok: damaged journal superblock refused\n");
 }
 
-int main(void)
+static void test_descriptor(void)
 {
-	mlog_set_level(MLOG_ERR);
 	check_damage(JNL_BT_DESCRIPTOR, "descriptor", "descriptor block at log block");
+}
+
+static void test_data_block(void)
+{
 	check_damage(0, "data block", "data block at log block");
+}
+
+static void test_revoke_block(void)
+{
 	check_damage(JNL_BT_REVOKE, "revoke block", "revoke block at log block");
+}
+
+static void test_commit_block(void)
+{
 	check_damage(JNL_BT_COMMIT, "commit block", "commit block at log block");
-	/* The commit time is covered by the commit block's own seal only. */
+}
+
+/* The commit time is covered by the commit block's own seal only. */
+static void test_commit_seal(void)
+{
 	check_damage_at(JNL_BT_COMMIT, 13, false, "commit block's seal",
 			"commit block at log block");
-	/* A well-sealed commit block whose checksum over the transaction's
-	 * blocks is wrong: what an async commit's torn batch would leave. */
+}
+
+/* A well-sealed commit block whose checksum over the transaction's
+ * blocks is wrong: what an async commit's torn batch would leave. */
+static void test_transaction_checksum(void)
+{
 	check_damage_at(JNL_BT_COMMIT, 28, true, "transaction checksum",
 			"data checksum mismatch");
-	check_superblock();
-	return 0;
 }
+
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_descriptor), T_CASE(test_data_block),
+	     T_CASE(test_revoke_block), T_CASE(test_commit_block), T_CASE(test_commit_seal),
+	     T_CASE(test_transaction_checksum), T_CASE(test_superblock))

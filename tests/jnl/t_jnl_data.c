@@ -168,12 +168,5 @@ static void test_revoke_then_metadata(void)
 	tj_teardown(&t);
 }
 
-int main(void)
-{
-	mlog_set_level(MLOG_ERR);
-	test_copy_taken_at_the_call();
-	test_again_in_same_tx();
-	test_revoke_then_metadata();
-	printf("ok\n");
-	return 0;
-}
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_copy_taken_at_the_call),
+	     T_CASE(test_again_in_same_tx), T_CASE(test_revoke_then_metadata))

@@ -221,11 +221,6 @@ static void test_flags(void)
 	printf("ok: mapping flags change only without dirty pages\n");
 }
 
-int main(void)
-{
-	alarm(60);
-	test_alloc_in_handle();
-	test_flusher_helps();
-	test_flags();
-	return 0;
-}
+/* A hang fails rather than stalls. */
+T_MAIN_SETUP(alarm(60), T_CASE(test_alloc_in_handle), T_CASE(test_flusher_helps),
+	     T_CASE(test_flags))

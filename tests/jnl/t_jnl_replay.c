@@ -244,11 +244,5 @@ static void test_home_end(void)
 	printf("ok: recovery writes nothing past the blocks the journal covers\n");
 }
 
-int main(void)
-{
-	mlog_set_level(MLOG_ERR);
-	test_escape_after_wrap();
-	test_ids_after_replay();
-	test_home_end();
-	return 0;
-}
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_escape_after_wrap),
+	     T_CASE(test_ids_after_replay), T_CASE(test_home_end))

@@ -581,17 +581,8 @@ static void test_sync_waits_for_committing(void)
 	printf("ok: a sync waits for the transaction being committed\n");
 }
 
-int main(void)
-{
-	mlog_set_level(MLOG_ERR);
-	test_sync_waits_for_committing();
-	test_reuse_same_handle();
-	test_reuse_same_tx();
-	test_reuse_then_free();
-	test_reuse_later_tx();
-	test_revoke_waits_for_checkpoint();
-	test_reuse_other_page();
-	test_free_then_checkpoint();
-	test_free_while_committing();
-	return 0;
-}
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_sync_waits_for_committing),
+	     T_CASE(test_reuse_same_handle), T_CASE(test_reuse_same_tx),
+	     T_CASE(test_reuse_then_free), T_CASE(test_reuse_later_tx),
+	     T_CASE(test_revoke_waits_for_checkpoint), T_CASE(test_reuse_other_page),
+	     T_CASE(test_free_then_checkpoint), T_CASE(test_free_while_committing))

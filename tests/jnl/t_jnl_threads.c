@@ -66,14 +66,13 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void test_threads_last_content_home(void)
 {
 	static struct worker w[THREADS];
 	pthread_t th[THREADS];
 	struct jnl_stats st;
 	struct tj t;
 
-	mlog_set_level(MLOG_ERR);
 	tj_setup(&t, BS, DEV, JSTART, JBLOCKS, true);
 	t.cfg.commit_interval_ms = 5;
 	t.cfg.max_pinned = 160;
@@ -102,5 +101,6 @@ int main(void)
 	       (unsigned long)st.commits, (unsigned long)st.checkpoints,
 	       (unsigned long)st.log_full_waits, st.pinned_max);
 	tj_teardown(&t);
-	return 0;
 }
+
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_threads_last_content_home))

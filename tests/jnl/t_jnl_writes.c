@@ -346,14 +346,6 @@ static void test_superseded_dropped(void)
 	printf("ok: transactions a newer one superseded leave the log together\n");
 }
 
-int main(void)
-{
-	mlog_set_level(MLOG_ERR);
-	test_strict_order();
-	test_async_order();
-	test_async_ordered_flush();
-	test_log_space();
-	test_early_checkpoint();
-	test_superseded_dropped();
-	return 0;
-}
+T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_strict_order), T_CASE(test_async_order),
+	     T_CASE(test_async_ordered_flush), T_CASE(test_log_space),
+	     T_CASE(test_early_checkpoint), T_CASE(test_superseded_dropped))
