@@ -208,16 +208,64 @@ static void contents(struct mfs_fs *fs)
 	printf("ok: contents\n");
 }
 
+/* Unmount and check the image, then free it: nothing of the control
+ * files reached the disk, their inode slots were never used. */
+static void unmount_check(struct mfs_fs *fs, struct bdev *bd)
+{
+	struct mfs_raw raw;
+	struct mfs_inode in;
+
+	t_ok(mfs_unmount(fs));
+	t_ok(mfs_raw_open(bd, &raw));
+	for (uint32_t ino = MFS_CTL_DIR_INO; ino <= MFS_STATS_INO; ino++) {
+		t_ok(mfs_raw_inode(&raw, ino, &in));
+		t_eq(in.i_mode, 0);
+	}
+	mfs_raw_close(&raw);
+	tf_check(bd, true);
+	bdev_close(bd);
+}
+
+/* @fn on a read-write mount of a fresh image. */
+static void on_fresh(void (*fn)(struct mfs_fs *))
+{
+	struct bdev *bd = tf_mkfs(4096, 32u << 20);
+	struct mfs_fs *fs = tf_mount(bd);
+
+	fn(fs);
+	unmount_check(fs, bd);
+}
+
+static void test_names(void) { on_fresh(names); }
+static void test_refusals(void) { on_fresh(refusals); }
+static void test_contents(void) { on_fresh(contents); }
+
+/* A read-only mount has them too. */
+static void test_read_only(void)
+{
+	struct mfs_mount_opts ro = { .cache_bytes = 4u << 20, .read_only = true };
+	struct bdev *bd = tf_mkfs(4096, 32u << 20);
+	struct mfs_fs *fs = tf_mount_opts(bd, &ro);
+	char *text;
+
+	text = read_stats(fs, 100, NULL);
+	check_lines(text);
+	free(text);
+	names(fs);
+	unmount_check(fs, bd);
+}
+
 /*
  * A file read cold in the kernel's 128 KiB requests misses the cache only
  * now and then, not in every request: each request's reading ahead runs
  * on past its own end, toward the file's, so the next requests find their
  * pages read or in flight.
  */
-static void readahead_across_requests(struct bdev *bd)
+static void test_readahead_across_requests(void)
 {
 	const size_t req = 128u << 10, size = 8u << 20;
 	struct mfs_mount_opts o = { .cache_bytes = 32u << 20 };
+	struct bdev *bd = tf_mkfs(4096, 32u << 20);
 	struct mfs_fs *fs = tf_mount(bd);
 	uint64_t ino, before;
 	struct mfs_file *f;
@@ -243,38 +291,12 @@ static void readahead_across_requests(struct bdev *bd)
 		 size / req);
 	free(text);
 	free(buf);
-	tf_unmount_check(fs, bd);
+	unmount_check(fs, bd);
 	printf("ok: sequential requests find their pages read ahead\n");
 }
 
-int main(void)
-{
-	struct mfs_mount_opts ro = { .cache_bytes = 4u << 20, .read_only = true };
-	struct bdev *bd = tf_mkfs(4096, 32u << 20);
-	struct mfs_fs *fs = tf_mount(bd);
-	struct mfs_raw raw;
-	struct mfs_inode in;
-	char *text;
-
-	names(fs);
-	refusals(fs);
-	contents(fs);
-	tf_unmount_check(fs, bd);
-	fs = tf_mount_opts(bd, &ro);
-	text = read_stats(fs, 100, NULL);
-	check_lines(text);
-	free(text);
-	names(fs);
-	t_ok(mfs_unmount(fs));
-	readahead_across_requests(bd);
-	/* Nothing of them on the disk: their inode slots were never used. */
-	t_ok(mfs_raw_open(bd, &raw));
-	for (uint32_t ino = MFS_CTL_DIR_INO; ino <= MFS_STATS_INO; ino++) {
-		t_ok(mfs_raw_inode(&raw, ino, &in));
-		t_eq(in.i_mode, 0);
-	}
-	mfs_raw_close(&raw);
-	tf_check(bd, true);
-	bdev_close(bd);
-	return 0;
-}
+T_MAIN(T_CASE(test_names),
+       T_CASE(test_refusals),
+       T_CASE(test_contents),
+       T_CASE(test_read_only),
+       T_CASE(test_readahead_across_requests))

@@ -409,7 +409,7 @@ static void random_op(struct model *m)
 		op_lookup(m, d1, a);
 }
 
-static void test_random(uint32_t bs, uint64_t budget, unsigned ops, const char *what)
+static void random_run(uint32_t bs, uint64_t budget, unsigned ops, const char *what)
 {
 	struct bdev *bd = tf_mkfs(bs, 64u << 20);
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .dirhash_bytes = budget };
@@ -451,14 +451,29 @@ static void test_random(uint32_t bs, uint64_t budget, unsigned ops, const char *
 	free(m);
 }
 
-int main(void)
+/* Random operations: as many as the big directory has entries, / 5. */
+static unsigned random_ops(void)
 {
-	unsigned ops = UT_MAX(entries_wanted() / 5, 4000u);
-
-	test_cost();
-	test_random(4096, 0, ops, "ample index memory");
-	/* Room for about one of the two indexes: they take turns. */
-	test_random(1024, 40u << 10, ops, "tight index memory");
-	test_random(1024, 1, ops / 4, "no index");
-	return 0;
+	return UT_MAX(entries_wanted() / 5, 4000u);
 }
+
+static void test_random_ample(void)
+{
+	random_run(4096, 0, random_ops(), "ample index memory");
+}
+
+/* Room for about one of the two indexes: they take turns. */
+static void test_random_tight(void)
+{
+	random_run(1024, 40u << 10, random_ops(), "tight index memory");
+}
+
+static void test_random_no_index(void)
+{
+	random_run(1024, 1, random_ops() / 4, "no index");
+}
+
+T_MAIN(T_CASE(test_cost),
+       T_CASE(test_random_ample),
+       T_CASE(test_random_tight),
+       T_CASE(test_random_no_index))

@@ -167,15 +167,11 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-int main(void)
+/* The two directories, each with half of every writer's names. */
+static void populate(void)
 {
-	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .dirhash_bytes = 40u << 10 };
-	struct bdev *bd = tf_mkfs(1024, 64u << 20);
-	pthread_t t[WRITERS + READERS];
-	unsigned want[2] = { 0, 0 };
 	struct stat st;
 
-	fs = tf_mount_opts(bd, &o);
 	for (unsigned d = 0; d < 2; d++) {
 		t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, d ? "b" : "a", 0755, &st, NULL));
 		mfs_forget(fs, st.st_ino, 1);
@@ -184,6 +180,13 @@ int main(void)
 	for (unsigned w = 0; w < WRITERS; w++)
 		for (unsigned i = 0; i < IDS; i += 2)
 			create(w, i, (i / 2) % 2);
+}
+
+/* The writers until they are through, the readers until then. */
+static void race(void)
+{
+	pthread_t t[WRITERS + READERS];
+
 	for (uintptr_t i = 0; i < WRITERS + READERS; i++)
 		t_eq(pthread_create(&t[i], NULL, i < WRITERS ? writer : reader, (void *)i), 0);
 	for (unsigned i = 0; i < WRITERS; i++)
@@ -191,6 +194,13 @@ int main(void)
 	atomic_store(&done, true);
 	for (unsigned i = WRITERS; i < WRITERS + READERS; i++)
 		pthread_join(t[i], NULL);
+}
+
+/* Every name where its writer's model has it, and nothing more listed. */
+static void check_models(void)
+{
+	unsigned want[2] = { 0, 0 };
+
 	for (unsigned w = 0; w < WRITERS; w++)
 		for (unsigned i = 0; i < IDS; i++) {
 			check_one(w, i, 2);
@@ -201,9 +211,22 @@ int main(void)
 	t_eq(listed(dirs[1]), want[1]);
 	printf("%u and %u entries; index builds %" PRIu64 ", drops %" PRIu64 "\n",
 	       want[0], want[1], counter("dirhash_builds"), counter("dirhash_drops"));
-	/* The two indexes took each other's memory in turns. */
+}
+
+/* Two busy directories and a budget for one index: the two indexes take
+ * each other's memory in turns while lookups and changes race. */
+static void test_indexes_take_turns(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .dirhash_bytes = 40u << 10 };
+	struct bdev *bd = tf_mkfs(1024, 64u << 20);
+
+	fs = tf_mount_opts(bd, &o);
+	populate();
+	race();
+	check_models();
 	t_assert(counter("dirhash_drops") > 0, "no index dropped");
 	tf_unmount_check(fs, bd);
 	bdev_close(bd);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_indexes_take_turns))

@@ -109,7 +109,7 @@ static uint64_t stat_value(struct mfs_fs *fs, const char *key)
 
 /* The root's first block damaged: the lookup that finds it marks the
  * superblock on the disk before it returns. */
-static void damage(void)
+static void test_damage(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
@@ -162,7 +162,7 @@ static void damage(void)
 
 /* Every write to the log fails: the commit aborts the journal, and the
  * errors reach both superblocks without it. */
-static void abort_on_log_error(void)
+static void test_abort_on_log_error(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
@@ -206,7 +206,7 @@ static void abort_on_log_error(void)
 
 /* A crash after a commit: the flag and the log say so; the replay and the
  * clean unmount clear it. */
-static void recover_flag(void)
+static void test_recover_flag(void)
 {
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
 	struct mfs_fs *fs = tf_mount(bd);
@@ -245,7 +245,7 @@ static void recover_flag(void)
  * list), then enough transactions follow for checkpoints to write that
  * copy home while the log still holds newer ones: the flag must stay.
  */
-static void recover_through_checkpoints(void)
+static void test_recover_through_checkpoints(void)
 {
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
 	struct mfs_fs *fs = tf_mount(bd);
@@ -291,7 +291,7 @@ static void recover_through_checkpoints(void)
  * then written straight to the disk; a crash, and the replay writes that
  * older copy home: the mount must still find the errors.
  */
-static void errors_survive_replay(void)
+static void test_errors_survive_replay(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
@@ -336,7 +336,7 @@ static void errors_survive_replay(void)
 	printf("ok: errors on the disk survive the replay of an older superblock\n");
 }
 
-static void features(void)
+static void test_features(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
@@ -392,13 +392,9 @@ static void features(void)
 	printf("ok: unknown features: incompat refused, ro_compat read-only\n");
 }
 
-int main(void)
-{
-	damage();
-	abort_on_log_error();
-	recover_flag();
-	recover_through_checkpoints();
-	errors_survive_replay();
-	features();
-	return 0;
-}
+T_MAIN(T_CASE(test_damage),
+       T_CASE(test_abort_on_log_error),
+       T_CASE(test_recover_flag),
+       T_CASE(test_recover_through_checkpoints),
+       T_CASE(test_errors_survive_replay),
+       T_CASE(test_features))

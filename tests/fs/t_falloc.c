@@ -594,23 +594,41 @@ static void crash_case(void)
 	printf("ok: power cuts in a preallocation over freed blocks (%u)\n", bs);
 }
 
-int main(void)
+/* @fn at 1 KiB blocks, then at 4 KiB blocks. */
+static void each(void (*fn)(void))
 {
 	static const uint32_t sizes[] = { 1024, 4096 };
-	const char *seed = getenv("MISCFS_T_SEED");     /* another run of the model */
 
-	srand(seed ? (unsigned)atoi(seed) : 1234);
 	for (int i = 0; i < 2; i++) {
 		bs = sizes[i];
-		model_case();
-		punch_case();
-		keep_size_case();
-		enospc_case();
-		errors_case();
-		flags_case();
-		copy_case();
-		handle_case();
-		crash_case();
+		fn();
 	}
-	return 0;
 }
+
+/* Both sizes from one seed: MISCFS_T_SEED gives another run of the model. */
+static void test_model(void)
+{
+	const char *seed = getenv("MISCFS_T_SEED");
+
+	srand(seed ? (unsigned)atoi(seed) : 1234);
+	each(model_case);
+}
+
+static void test_punch(void) { each(punch_case); }
+static void test_keep_size(void) { each(keep_size_case); }
+static void test_enospc(void) { each(enospc_case); }
+static void test_errors(void) { each(errors_case); }
+static void test_flags(void) { each(flags_case); }
+static void test_copy(void) { each(copy_case); }
+static void test_handle(void) { each(handle_case); }
+static void test_crash(void) { each(crash_case); }
+
+T_MAIN(T_CASE(test_model),
+       T_CASE(test_punch),
+       T_CASE(test_keep_size),
+       T_CASE(test_enospc),
+       T_CASE(test_errors),
+       T_CASE(test_flags),
+       T_CASE(test_copy),
+       T_CASE(test_handle),
+       T_CASE(test_crash))

@@ -413,7 +413,7 @@ static void test_writer_races_journal(void)
  * of four times the cache makes every page pending: the writer, inside
  * its handle, found no page to allocate.
  */
-static void test_small_journal_rewrite(uint32_t bs)
+static void small_journal_rewrite(uint32_t bs)
 {
 	struct mfs_mkfs_opts mo = { .block_size = bs, .zeroed = true,
 				    .now = 1700000000, .journal_bytes = 1024u * bs };
@@ -502,20 +502,26 @@ static void test_sync_during_thread_round(void)
 	free(ino);
 }
 
-int main(void)
+/* At 4 KiB blocks, then at the 1 KiB of the other cases. */
+static void test_small_journal_rewrite(void)
+{
+	small_journal_rewrite(4096);
+	small_journal_rewrite(BS);
+}
+
+static void setup(void)
 {
 	mlog_set_level(MLOG_ERR);
-	test_rewrite_logged_once();
-	test_truncate_ends_pending();
-	test_freed_while_queued();
-	test_switch_flag();
-	test_truncate_races_reader();
-	test_punch_races_reader();
-	test_read_back_from_journal();
-	test_writer_races_journal();
-	test_small_journal_rewrite(4096);
-	test_small_journal_rewrite(BS);
-	test_sync_during_thread_round();
-	printf("ok\n");
-	return 0;
 }
+
+T_MAIN_SETUP(setup(),
+	     T_CASE(test_rewrite_logged_once),
+	     T_CASE(test_truncate_ends_pending),
+	     T_CASE(test_freed_while_queued),
+	     T_CASE(test_switch_flag),
+	     T_CASE(test_truncate_races_reader),
+	     T_CASE(test_punch_races_reader),
+	     T_CASE(test_read_back_from_journal),
+	     T_CASE(test_writer_races_journal),
+	     T_CASE(test_small_journal_rewrite),
+	     T_CASE(test_sync_during_thread_round))

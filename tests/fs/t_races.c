@@ -21,7 +21,8 @@
  *   later (as FUSE sends it, after the unlink's reply) instead of
  *   answering ENOSPC, which a local filesystem would not have.
  *
- * Each case runs for a fixed number of rounds; the image is checked after.
+ * Each case runs for a fixed number of rounds on an image of its own,
+ * checked after.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,6 +37,25 @@
 static struct mfs_fs *fs;
 static uint64_t dir;
 static atomic_bool done;
+
+/* A fresh image mounted as @fs, with the directory @dir the cases use. */
+static struct bdev *begin(void)
+{
+	struct bdev *bd = tf_mkfs(1024, 16u << 20);
+	struct stat st;
+
+	fs = tf_mount(bd);
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	dir = st.st_ino;
+	return bd;
+}
+
+static void end(struct bdev *bd)
+{
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
 
 static void *churn(void *arg)
 {
@@ -84,8 +104,9 @@ static void *name_user(void *arg)
 	return NULL;
 }
 
-static void lookups(void)
+static void test_lookups(void)
 {
+	struct bdev *bd = begin();
 	pthread_t th[3];
 
 	atomic_store(&done, false);
@@ -94,6 +115,7 @@ static void lookups(void)
 		t_assert(!pthread_create(&th[i], NULL, name_user, (void *)i), "thread");
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
+	end(bd);
 	printf("ok: lookups and renames of a name created and removed meanwhile\n");
 }
 
@@ -108,8 +130,9 @@ static void *unlinker(void *arg)
 	return NULL;
 }
 
-static void creates(void)
+static void test_creates(void)
 {
+	struct bdev *bd = begin();
 	pthread_t th;
 
 	atomic_store(&done, false);
@@ -124,6 +147,7 @@ static void creates(void)
 	}
 	atomic_store(&done, true);
 	pthread_join(th, NULL);
+	end(bd);
 	printf("ok: open O_CREAT of a name unlinked meanwhile\n");
 }
 
@@ -143,14 +167,16 @@ static void *mkdirs(void *arg)
 	return NULL;
 }
 
-static void directories(void)
+static void test_directories(void)
 {
+	struct bdev *bd = begin();
 	pthread_t th[3];
 
 	for (uintptr_t i = 0; i < 3; i++)
 		t_assert(!pthread_create(&th[i], NULL, mkdirs, (void *)i), "thread");
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
+	end(bd);
 	printf("ok: directories made and removed by three threads\n");
 }
 
@@ -164,8 +190,9 @@ static void *syncer(void *arg)
 	return NULL;
 }
 
-static void extends(struct bdev *bd)
+static void test_extends(void)
 {
+	struct bdev *bd = begin();
 	uint64_t ino[EXTENDS];
 	size_t len = 16 * 1024 + 100;    /* more than one page, one write */
 	pthread_t th;
@@ -190,6 +217,7 @@ static void extends(struct bdev *bd)
 	fs = tf_mount(bd);      /* what reached the disk, nothing cached */
 	for (int i = 0; i < EXTENDS; i++)
 		tf_verify(fs, ino[i], 0, len, (unsigned)i);
+	end(bd);
 	printf("ok: files extended while every dirty page is written back\n");
 }
 
@@ -209,8 +237,9 @@ static void *forget_later(void *arg)
 
 /* Fill every inode, unlink one still looked up, and create while its
  * FORGET is on its way. */
-static void forgets(void)
+static void test_forgets(void)
 {
+	struct bdev *bd = begin();
 	struct late_forget lf = { .ms = 200 };
 	struct stat st;
 	char name[32];
@@ -239,24 +268,12 @@ static void forgets(void)
 		t_ok(mfs_unlink(fs, &tf_root, dir, name));
 	}
 	t_ok(mfs_unlink(fs, &tf_root, dir, "new"));
+	end(bd);
 	printf("ok: a create on a full filesystem waits for an unlinked inode's FORGET\n");
 }
 
-int main(void)
-{
-	struct bdev *bd = tf_mkfs(1024, 16u << 20);
-	struct stat st;
-
-	fs = tf_mount(bd);
-	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
-	mfs_forget(fs, st.st_ino, 1);
-	dir = st.st_ino;
-	lookups();
-	creates();
-	directories();
-	extends(bd);
-	forgets();
-	tf_unmount_check(fs, bd);
-	bdev_close(bd);
-	return 0;
-}
+T_MAIN(T_CASE(test_lookups),
+       T_CASE(test_creates),
+       T_CASE(test_directories),
+       T_CASE(test_extends),
+       T_CASE(test_forgets))

@@ -66,12 +66,13 @@ static uint64_t regions_start(struct bdev *bd)
 	return start;
 }
 
-static void names(struct mfs_fs *fs)
+static void names(struct mfs_fs *fs, struct bdev *bd)
 {
 	struct stat st;
 	uint64_t gen = 1;
 	char list[4096];
 
+	(void)bd;
 	t_ok(mfs_lookup(fs, &tf_user, MFS_ROOT_INO, MFS_REGIONS_DIR_NAME, &st, &gen));
 	t_eq(st.st_ino, MFS_REGIONS_DIR_INO);
 	t_eq(st.st_mode, S_IFDIR | 0755);
@@ -98,6 +99,13 @@ static void names(struct mfs_fs *fs)
 	printf("ok: names\n");
 }
 
+/* What is written at 4096 + 7 of "blob", and read back. */
+static void pattern(uint8_t *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 7 + 1);
+}
+
 /* Bytes written through the file are the device's at the region's
  * offset, and the other way round; the bounds are the region's size. */
 static void contents(struct mfs_fs *fs, struct bdev *bd)
@@ -106,8 +114,7 @@ static void contents(struct mfs_fs *fs, struct bdev *bd)
 	uint64_t off = region_off(bd, 0);
 	struct mfs_file *f;
 
-	for (size_t i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)(i * 7 + 1);
+	pattern(buf, sizeof(buf));
 	t_eq(mfs_open(fs, &tf_user, blob_ino, O_RDONLY, &f), -EACCES);
 	t_ok(mfs_open(fs, &tf_root, blob_ino, O_RDWR, &f));
 	t_assert(!mfs_file_direct(f), "a region file is read through the caller's cache");
@@ -169,13 +176,14 @@ static void apart(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: apart\n");
 }
 
-static void refusals(struct mfs_fs *fs)
+static void refusals(struct mfs_fs *fs, struct bdev *bd)
 {
 	struct mfs_setattr sa = { .valid = MFS_SET_SIZE };
 	struct mfs_file *f;
 	struct stat st;
 	uint64_t file;
 
+	(void)bd;
 	t_ok(mfs_mknod(fs, &tf_root, MFS_ROOT_INO, "g", S_IFREG | 0644, 0, &st, NULL));
 	file = st.st_ino;
 	t_eq(mfs_unlink(fs, &tf_root, MFS_REGIONS_DIR_INO, "blob"), -EPERM);
@@ -221,12 +229,13 @@ static void refusals(struct mfs_fs *fs)
 }
 
 /* Permission bits by the owner or root, owners by root, for the mount. */
-static void modes(struct mfs_fs *fs)
+static void modes(struct mfs_fs *fs, struct bdev *bd)
 {
 	struct mfs_setattr sa = { .valid = MFS_SET_MODE, .mode = S_IFREG | 04600 };
 	struct mfs_file *f;
 	struct stat st;
 
+	(void)bd;
 	t_eq(mfs_setattr(fs, &tf_root, blob_ino, &sa, &st), -EPERM);
 	sa.mode = S_IFREG | 01600;
 	t_eq(mfs_setattr(fs, &tf_root, blob_ino, &sa, &st), -EPERM);
@@ -252,14 +261,36 @@ static void modes(struct mfs_fs *fs)
 	printf("ok: modes\n");
 }
 
-static void read_only(struct bdev *bd)
+/* A mount that writes the pattern and gives "blob" another owner and mode. */
+static void last_mount(struct bdev *bd)
+{
+	struct mfs_setattr sa = { .valid = MFS_SET_MODE | MFS_SET_UID | MFS_SET_GID,
+				  .mode = S_IFREG | 0644, .uid = 1000, .gid = 1000 };
+	struct mfs_fs *fs = tf_mount(bd);
+	struct mfs_file *f;
+	uint8_t buf[300];
+
+	pattern(buf, sizeof(buf));
+	t_ok(mfs_open(fs, &tf_root, blob_ino, O_RDWR, &f));
+	t_eq(mfs_write(fs, &tf_root, f, buf, sizeof(buf), 4096 + 7, MFS_WRITE_AT), sizeof(buf));
+	t_ok(mfs_release(fs, f));
+	t_ok(mfs_setattr(fs, &tf_root, blob_ino, &sa, NULL));
+	tf_unmount_check(fs, bd);
+}
+
+static void test_read_only(void)
 {
 	struct mfs_mount_opts ro = { .cache_bytes = 4u << 20, .read_only = true };
-	struct mfs_fs *fs = tf_mount_opts(bd, &ro);
+	struct bdev *bd = mkfs_regions();
 	struct mfs_setattr sa = { .valid = MFS_SET_MODE, .mode = S_IFREG | 0644 };
+	struct mfs_fs *fs;
 	struct mfs_file *f;
 	struct stat st;
-	uint8_t b[300];
+	uint8_t b[300], want[300];
+
+	last_mount(bd);
+	fs = tf_mount_opts(bd, &ro);
+	pattern(want, sizeof(want));
 
 	/* Owner and mode were the last mount's only. */
 	t_ok(mfs_getattr(fs, blob_ino, &st));
@@ -272,15 +303,16 @@ static void read_only(struct bdev *bd)
 	t_ok(mfs_open(fs, &tf_root, blob_ino, O_RDONLY, &f));
 	t_eq(mfs_read(fs, f, b, sizeof(b), 4096 + 7), sizeof(b));
 	for (size_t i = 0; i < sizeof(b); i++)
-		t_eq(b[i], (uint8_t)(i * 7 + 1));
+		t_eq(b[i], want[i]);
 	t_ok(mfs_release(fs, f));
 	t_ok(mfs_unmount(fs));
+	bdev_close(bd);
 	printf("ok: read-only\n");
 }
 
 /* Without regions: an empty directory that the root does not list, and
  * flushes of the whole device. */
-static void none(void)
+static void test_none(void)
 {
 	struct bdev *bd = tf_mkfs(BS, 32u << 20);
 	struct mfs_fs *fs = tf_mount(bd);
@@ -301,9 +333,10 @@ static void none(void)
 }
 
 /* A table whose checksum fails shows no region, and says so. */
-static void damaged(struct bdev *bd)
+static void test_damaged(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .force = true };
+	struct bdev *bd = mkfs_regions();
 	struct mfs_raw raw;
 	uint64_t table;
 	struct mfs_fs *fs;
@@ -319,23 +352,32 @@ static void damaged(struct bdev *bd)
 	tf_list(fs, MFS_ROOT_INO, list, sizeof(list));
 	t_assert(!strstr(list, MFS_REGIONS_DIR_NAME), "the root lists .regions: %s", list);
 	t_ok(mfs_unmount(fs));
+	bdev_close(bd);
 	printf("ok: damaged table\n");
 }
 
-int main(void)
+/* @fn on a mount of a fresh image with regions, checked after. */
+static void on_regions(void (*fn)(struct mfs_fs *, struct bdev *))
 {
 	struct bdev *bd = mkfs_regions();
 	struct mfs_fs *fs = tf_mount(bd);
 
-	names(fs);
-	contents(fs, bd);
-	apart(fs, bd);
-	refusals(fs);
-	modes(fs);
+	fn(fs, bd);
 	tf_unmount_check(fs, bd);
-	read_only(bd);
-	none();
-	damaged(bd);
 	bdev_close(bd);
-	return 0;
 }
+
+static void test_names(void) { on_regions(names); }
+static void test_contents(void) { on_regions(contents); }
+static void test_apart(void) { on_regions(apart); }
+static void test_refusals(void) { on_regions(refusals); }
+static void test_modes(void) { on_regions(modes); }
+
+T_MAIN(T_CASE(test_names),
+       T_CASE(test_contents),
+       T_CASE(test_apart),
+       T_CASE(test_refusals),
+       T_CASE(test_modes),
+       T_CASE(test_read_only),
+       T_CASE(test_none),
+       T_CASE(test_damaged))

@@ -112,7 +112,8 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+/* THREADS threads of ROUNDS mixed operations each, then the image checked. */
+static void test_mixed_ops(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 1u << 20, .commit_s = 1 };
 	struct bdev *bd = tf_mkfs(1024, 32u << 20);
@@ -135,5 +136,6 @@ int main(void)
 	tf_unmount_check(fs, bd);
 	bdev_close(bd);
 	printf("ok: %d threads x %d operations\n", THREADS, ROUNDS);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_mixed_ops))
