@@ -146,7 +146,7 @@ static void overwrite_synced(struct bdev *bd, struct mfs_fs **fs, uint64_t ino,
  * it too: no second one.  An fdatasync commits nothing and flushes once
  * itself.  Either way the data survives a cut right after it.
  */
-static void overwrite_case(void)
+static void test_overwrite(void)
 {
 	struct bdev *bd = tf_mkfs(bs, 16u << 20);
 	struct mfs_fs *fs = tf_mount(bd);
@@ -163,7 +163,7 @@ static void overwrite_case(void)
 	bdev_close(bd);
 }
 
-static void slow_symlink_case(void)
+static void test_slow_symlink(void)
 {
 	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
 	struct mfs_fs *fs = tf_mount(bd);
@@ -248,7 +248,7 @@ static bool frag_check(struct bdev *img)
  * for: each handle after the first commits the one before, and cuts fall
  * between them.
  */
-static void truncate_case(void)
+static void test_truncate(void)
 {
 	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 0 };
 	struct mfs_mount_opts small = { .cache_bytes = 256u * bs };
@@ -309,7 +309,7 @@ static bool tail_check(struct bdev *img)
 /* A write inside the last block, past the end, goes home in place before
  * its size commits: cut between the two, the bytes past the old end must
  * not come back when the file grows. */
-static void tail_case(void)
+static void test_tail(void)
 {
 	struct bdev *bd = tf_mkfs(bs, 16u << 20), *img;
 	struct mfs_fs *fs = tf_mount(bd);
@@ -366,7 +366,7 @@ static void crowd_walk(struct mfs_fs *fs)
 
 /* A file changed, pushed out of the inode cache by others, read back and
  * fsynced: the fsync must still commit the transaction of its change. */
-static void evicted_case(void)
+static void test_evicted(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .commit_s = 60 };
 	struct mfs_mkfs_opts mo = { .block_size = bs, .inodes = CROWD + 512, .zeroed = true,
@@ -412,19 +412,35 @@ static void check_image(struct bdev *img, size_t prefix)
 	tf_unmount_check(fs, img);
 }
 
-int main(void)
+/* Every crash image of the log: losing all, random writes, whole blocks. */
+static size_t cut_everywhere(struct bdev *bd, size_t n)
+{
+	size_t images = 0;
+
+	for (size_t p = 0; p <= n; p += 1 + n / 97) {
+		for (int mode = 0; mode < 3; mode++) {
+			struct bdev *img;
+
+			t_ok(bdev_wrap_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
+						  mode == 1 ? BDEV_CUT_RANDOM : BDEV_CUT_BLOCKS,
+						  p * 31 + (size_t)mode, &img));
+			check_image(img, p);
+			bdev_close(img);
+			images++;
+		}
+	}
+	return images;
+}
+
+/* The recorded workload, cut at many points. */
+static void test_workload(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 2u << 20, .no_flusher = true,
 				    .commit_s = 60 };
 	struct bdev *bd = tf_mkfs(bs, 16u << 20);
 	struct mfs_fs *fs = tf_mount_opts(bd, &o);
-	size_t n, images = 0;
+	size_t n, images;
 
-	slow_symlink_case();
-	overwrite_case();
-	truncate_case();
-	tail_case();
-	evicted_case();
 	victim_make(fs);
 	t_ok(mfs_sync(fs));
 	bdev_wrap_record(bd, true);
@@ -438,20 +454,15 @@ int main(void)
 	t_ok(mfs_unmount(fs));
 	bdev_wrap_record(bd, false);
 	n = bdev_wrap_log_count(bd);
-	for (size_t p = 0; p <= n; p += 1 + n / 97) {
-		for (int mode = 0; mode < 3; mode++) {
-			struct bdev *img;
-
-			t_ok(bdev_wrap_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
-						  mode == 1 ? BDEV_CUT_RANDOM : BDEV_CUT_BLOCKS,
-						  p * 31 + (size_t)mode, &img));
-			check_image(img, p);
-			bdev_close(img);
-			images++;
-		}
-	}
+	images = cut_everywhere(bd, n);
 	tf_check(bd, true);
 	bdev_close(bd);
 	printf("ok: %zu crash images of a log of %zu entries\n", images, n);
-	return 0;
 }
+
+T_MAIN(T_CASE(test_slow_symlink),
+       T_CASE(test_overwrite),
+       T_CASE(test_truncate),
+       T_CASE(test_tail),
+       T_CASE(test_evicted),
+       T_CASE(test_workload))

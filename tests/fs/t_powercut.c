@@ -1767,15 +1767,22 @@ static void run_seed(const struct config *cf, uint64_t seed, struct totals *t)
 	world_free(&w);
 }
 
-int main(void)
-{
-	struct config cf = { 0 };
-	struct totals t = { 0 };
-	struct timespec t0, t1;
+static struct config cf;
 
+/* The environment's choices, for every case. */
+static void setup(void)
+{
 	mlog_set_level(MLOG_ERR);
 	atexit(print_where);
 	read_config(&cf);
+}
+
+/* Every cut of every seed's workload recovers to what the model allows. */
+static void test_cuts_match_model(void)
+{
+	struct totals t = { 0 };
+	struct timespec t0, t1;
+
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint32_t i = 0; i < cf.nseeds; i++)
 		run_seed(&cf, cf.seed ? cf.seed : i + 1, &t);
@@ -1784,5 +1791,6 @@ int main(void)
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	t_assert(t.states >= cf.min_states, "only %lu crash states, %lu wanted", t.states,
 		 cf.min_states);
-	return 0;
 }
+
+T_MAIN_SETUP(setup(), T_CASE(test_cuts_match_model))
