@@ -39,7 +39,7 @@ static void check_bytes(const char *in, size_t len, const char *want)
 	free(buf);
 }
 
-static void report_roundtrip(void)
+static void test_report_roundtrip(void)
 {
 	char path[] = "/tmp/t_fsck_json.XXXXXX";
 	struct cli_json j;
@@ -77,18 +77,27 @@ static void report_roundtrip(void)
 	t_assert(strstr(doc, "\"inodes_used\": 11"), "%s", doc);
 }
 
-int main(void)
+/* Quotes, backslashes and control bytes escaped; no string is null. */
+static void test_escapes(void)
 {
 	check(NULL, "null");
 	check("", "\"\"");
 	check("plain name.txt", "\"plain name.txt\"");
 	check("a\"b\\c/", "\"a\\\"b\\\\c/\"");
 	check("\x01\n\x1f\x7f", "\"\\u0001\\u000a\\u001f\\u007f\"");
-	/* Valid UTF-8 of 2, 3 and 4 bytes passes through. */
+}
+
+/* Valid UTF-8 of 2, 3 and 4 bytes passes through. */
+static void test_utf8_valid(void)
+{
 	check("caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e\"");
 	check("\xef\xbf\xbf\xf4\x8f\xbf\xbf", "\"\xef\xbf\xbf\xf4\x8f\xbf\xbf\"");
-	/* Not UTF-8: a lone byte, a sequence cut short at the end or by an
-	 * ASCII byte, overlong forms, a surrogate, past U+10FFFF. */
+}
+
+/* Not UTF-8: a lone byte, a sequence cut short at the end or by an ASCII
+ * byte, overlong forms, a surrogate, past U+10FFFF. */
+static void test_utf8_invalid(void)
+{
 	check("\xff", "\"\\udcff\"");
 	check("a\x80z", "\"a\\udc80z\"");
 	check("\xc3", "\"\\udcc3\"");
@@ -103,11 +112,18 @@ int main(void)
 	check("\xf5\x80\x80\x80", "\"\\udcf5\\udc80\\udc80\\udc80\"");
 	/* After a bad byte the next valid sequence is whole again. */
 	check("\xc3\xc3\xa9", "\"\\udcc3\xc3\xa9\"");
+}
+
+static void test_bytes(void)
+{
 	check_bytes("a\0b", 3, "\"a\\u0000b\"");
 	check_bytes("\xc3\xa9", 1, "\"\\udcc3\"");
 	check_bytes("abcd\x0d\0\0\0", 4, "\"abcd\"");
 	check_bytes("", 0, "\"\"");
-	report_roundtrip();
-	printf("ok\n");
-	return 0;
 }
+
+T_MAIN(T_CASE(test_escapes),
+       T_CASE(test_utf8_valid),
+       T_CASE(test_utf8_invalid),
+       T_CASE(test_bytes),
+       T_CASE(test_report_roundtrip))

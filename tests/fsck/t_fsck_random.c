@@ -18,10 +18,12 @@
  *
  * Under AddressSanitizer this also proves fsck and the mount free of
  * memory errors and leaks on every image.  Usage: t_fsck_random [FIRST
- * [COUNT]] (default: seeds 0..549); with --save DIR first, the damaged
- * images are only written to DIR/dmg-SEED.img, for t_damage_mount.sh to
- * mount through the daemon.
+ * [COUNT]] [CASE...] (default: seeds 0..549, both cases: fsck_repairs and
+ * mount_survives); with --save DIR first, the damaged images are only
+ * written to DIR/dmg-SEED.img, for t_damage_mount.sh to mount through the
+ * daemon.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -411,38 +413,93 @@ static void save(const uint8_t *img, const char *dir, uint64_t seed)
 		 "cannot write %s", path);
 }
 
-int main(int argc, char **argv)
-{
-	/* --save DIR: only write the damaged images, for the daemon's test. */
-	const char *dir = argc > 2 && !strcmp(argv[1], "--save") ? argv[2] : NULL;
-	int a = dir ? 3 : 1;
-	uint64_t first = argc > a ? strtoull(argv[a], NULL, 0) : 0;
-	uint64_t count = argc > a + 1 ? strtoull(argv[a + 1], NULL, 0) : 550;
-	struct bdev *bd = tf_mkfs(BS, IMG_BYTES);
-	struct meta m = { 0 };
-	uint8_t *img = malloc(IMG_BYTES);
-	struct mfs_fs *fs = tf_mount(bd);
+/* ---- the cases ------------------------------------------------------------------ */
 
-	t_assert(img, "no memory");
+static uint64_t first, count = 550;      /* the seeds */
+static const char *save_dir;             /* --save DIR */
+
+/* The populated image, its metadata blocks, and a buffer for a damaged
+ * copy: made by the first case that asks, kept to the exit. */
+static struct bdev *base_bd;
+static struct meta base_meta;
+static uint8_t *damaged;
+
+static void base(void)
+{
+	struct mfs_fs *fs;
+
+	if (base_bd)
+		return;
+	base_bd = tf_mkfs(BS, IMG_BYTES);
+	damaged = malloc(IMG_BYTES);
+	t_assert(damaged, "no memory");
+	fs = tf_mount(base_bd);
 	populate(fs);
 	t_ok(mfs_unmount(fs));
-	tf_check(bd, true);
-	list_meta(bd, &m);
+	/* Clean before the damage, or the damage proves nothing. */
+	tf_check(base_bd, true);
+	list_meta(base_bd, &base_meta);
+}
+
+/* @fn on the damaged copy of every seed, the log counted, not printed. */
+static void each_damaged(void (*fn)(const uint8_t *img, uint64_t seed))
+{
+	base();
 	mlog_set_sink(count_line, NULL);
 	for (uint64_t seed = first; seed < first + count; seed++) {
-		memcpy(img, bdev_mem_data(bd), IMG_BYTES);
-		damage(img, &m, seed);
-		if (dir) {
-			save(img, dir, seed);
-			continue;
-		}
-		check_fsck(img, seed);
-		check_mount(img, seed);
+		memcpy(damaged, bdev_mem_data(base_bd), IMG_BYTES);
+		damage(damaged, &base_meta, seed);
+		fn(damaged, seed);
 	}
 	mlog_set_sink(NULL, NULL);
-	printf("%" PRIu64 " damaged images, %zu metadata blocks to damage\n", count, m.n);
-	free(img);
-	free(m.blk);
-	bdev_close(bd);
-	return 0;
+	printf("%" PRIu64 " damaged images, %zu metadata blocks to damage\n", count,
+	       base_meta.n);
 }
+
+/* fsck -fn writes nothing, -fy repairs, and -fn then finds nothing. */
+static void test_fsck_repairs(void)
+{
+	each_damaged(check_fsck);
+}
+
+/* The damaged image mounts or is refused; calls on it fail only as damage may. */
+static void test_mount_survives(void)
+{
+	each_damaged(check_mount);
+}
+
+static void save_one(const uint8_t *img, uint64_t seed)
+{
+	save(img, save_dir, seed);
+}
+
+/*
+ * The arguments before the case names: [--save DIR] [FIRST [COUNT]].
+ * They are taken off the front, so that the cases see only their names.
+ * With --save only the damaged images are written, and no case runs.
+ */
+static void setup(int *argc, char ***argv)
+{
+	char **v = *argv;
+	int a = 1;
+
+	if (*argc > 2 && !strcmp(v[1], "--save")) {
+		save_dir = v[2];
+		a = 3;
+	}
+	if (a < *argc && isdigit((unsigned char)v[a][0]))
+		first = strtoull(v[a++], NULL, 0);
+	if (a < *argc && isdigit((unsigned char)v[a][0]))
+		count = strtoull(v[a++], NULL, 0);
+	if (save_dir) {
+		each_damaged(save_one);
+		exit(0);
+	}
+	v[a - 1] = v[0];
+	*argv = v + a - 1;
+	*argc -= a - 1;
+}
+
+T_MAIN_SETUP(setup(&argc, &argv),
+	     T_CASE(test_fsck_repairs),
+	     T_CASE(test_mount_survives))
