@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
-# Crash consistency through the real mount.  A seeded random workload runs
-# on a mount that records every write and flush (-o writelog=): files
-# written and fsynced once (each then left alone), among files, renames,
-# truncations, links and directories that are never synced.  Then, for
-# every flush of the log and for random points between flushes (the writes
-# since the last flush kept, dropped, kept at random, torn at 512 bytes, or
-# kept block by block), the image is rebuilt with miscfs-replay and
-# mounted (which replays the journal), every file whose fsync had returned
+# Crash consistency of what the real mount writes.  A seeded random
+# workload runs on a mount that records every write and flush
+# (-o writelog=): files written and fsynced once (each then left alone),
+# among files, renames, truncations, links and directories that are never
+# synced.  Then, for every flush of the log and for random points between
+# flushes (the writes since the last flush kept, dropped, kept at random,
+# torn at 512 bytes, or kept block by block), the image is rebuilt and
+# mounted (which replays the journal): every file whose fsync had returned
 # before that point must have exactly the bytes it was fsynced with, the
-# unmount must be clean, and fsck.miscfs -fn must find nothing.
+# unmount must be clean, and fsck -fn must find nothing.
 #
-# MISCFS_CRASH_STATES sets the number of states (default 1000); MISCFS_SEED
-# the workload's seed.
+# Every state is checked by crash_check in one process: the image rebuilt
+# in memory and mounted by the core on the memory device, as the daemon
+# mounts it.  A sample of the states (evenly spread, and the last flushes,
+# which hold every fsynced file) also goes the whole way, through the I/O
+# path crash_check leaves out: miscfs-replay, the daemon and a FUSE mount,
+# sha1sum, fusermount3 -u, fsck.miscfs -fn.
+#
+# MISCFS_CRASH_STATES sets the number of states (default 1000),
+# MISCFS_CRASH_MOUNTED how many of them are mounted for real as well
+# (default 50; 0: none), MISCFS_SEED the workload's seed.  A seed gives the
+# same workload, not the same log (the daemon's threads order its
+# writes): a failure keeps the base image, the log, the model and the
+# states, and says how to check a state of them again.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 : "${REPLAY:?REPLAY must name miscfs-replay}"
 : "${FSCK:?FSCK must name fsck.miscfs}"
+: "${CRASH_CHECK:?CRASH_CHECK must name crash_check}"
 
 states=${MISCFS_CRASH_STATES:-1000}
-RANDOM=${MISCFS_SEED:-7}
+sample=${MISCFS_CRASH_MOUNTED:-50}
+seed=${MISCFS_SEED:-7}
+RANDOM=$seed
 log=$T_DIR/wlog
 base=$T_DIR/base
 model=$T_DIR/model
@@ -122,18 +136,77 @@ modes=(drop keep random torn blocks)
 for f in $(seq "$nflush"); do
 	[ "$f" -le "$states" ] && echo "flush $f keep 0 $f"
 done >"$T_DIR/states"
-while [ "$(wc -l <"$T_DIR/states")" -lt "$states" ]; do
+listed=$(wc -l <"$T_DIR/states")
+for _ in $(seq $((states - listed))); do
 	n=$((RANDOM * 32768 + RANDOM))
 	n=$((n % entries + 1))
-	echo "entry $n ${modes[$((RANDOM % 5))]} $RANDOM ${after[$((n - 1))]}" >>"$T_DIR/states"
-done
+	echo "entry $n ${modes[$((RANDOM % 5))]} $RANDOM ${after[$((n - 1))]}"
+done >>"$T_DIR/states"
 
-count=0
-while read -r a1 a2 a3 a4 a5 && read -r b1 b2 b3 b4 b5; do
+rerun_line() {
+	echo "to rerun: MISCFS_SEED=$seed MISCFS_CRASH_STATES=$states" \
+		"MISCFS_CRASH_MOUNTED=$sample MKFS=$MKFS DEBUGFS=$DEBUGFS MISCFS=$MISCFS" \
+		"REPLAY=$REPLAY FSCK=$FSCK CRASH_CHECK=$CRASH_CHECK $0"
+}
+
+# The log is not made again by a rerun: keep what the failed state was
+# rebuilt from, out of $T_DIR, and say how to check it again.
+keep_inputs() {
+	local keep
+	keep=$(mktemp -d "${TMPDIR:-/tmp}/miscfs-crash.XXXXXX") || return
+	cp -r "$base" "$log" "$model" "$T_DIR/states" "$keep/" || return
+	echo "kept in $keep: base, wlog, model, states" >&2
+	echo "every state again: $CRASH_CHECK $keep/base $keep/wlog $keep/states $keep/model" >&2
+	echo "one state again: echo 'LINE' | $CRASH_CHECK $keep/base $keep/wlog - $keep/model" >&2
+	echo "its image: $REPLAY --entry N --mode MODE --seed SEED (or --flush N)" \
+		"$keep/base $keep/wlog IMAGE" >&2
+	rerun_line >&2
+}
+
+# Every state in process, half of them in each of two checkers.
+checkers=()
+for k in 0 1; do
+	awk -v k=$k 'NR % 2 == k' "$T_DIR/states" |
+		"$CRASH_CHECK" "$base" "$log" - "$model" >"$T_DIR/check$k.out" 2>&1 &
+	checkers[k]=$!
+done
+failed=
+for k in 0 1; do
+	wait "${checkers[k]}" || failed=1
+	cat "$T_DIR/check$k.out"
+done
+[ -z "$failed" ] || { keep_inputs; fail "crash_check: states not as they should be"; }
+inproc=$(awk '/crash states in process/ { n += $1 } END { print n + 0 }' "$T_DIR"/check[01].out)
+[ "$inproc" -eq "$(wc -l <"$T_DIR/states")" ] || fail "crash_check checked $inproc states"
+
+# The sample mounted for real: the last flushes (up to 4), and states
+# evenly spread over the list for the rest.
+awk -v m="$sample" -v total="$states" -v nflush="$nflush" '
+	BEGIN {
+		last = m < 4 ? m : 4
+		rest = m - last
+		step = rest ? int(total / rest) : 0
+		if (rest && step < 1)
+			step = 1
+	}
+	$1 == "flush" && $2 > nflush - last { print; next }
+	step && NR % step == 0 && NR / step <= rest { print }
+' "$T_DIR/states" >"$T_DIR/sample"
+
+# Two at a time, one per core.
+real=0
+while read -r a1 a2 a3 a4 a5; do
 	(check_state 0 "$a1" "$a2" "$a3" "$a4" "$a5") & pa=$!
-	(check_state 1 "$b1" "$b2" "$b3" "$b4" "$b5") & pb=$!
-	wait $pa || fail "state $a1 $a2 $a3 $a4"
-	wait $pb || fail "state $b1 $b2 $b3 $b4"
-	count=$((count + 2))
-done <"$T_DIR/states"
-echo "$count crash states ($nflush flushes, $entries log entries, $synced files fsynced)"
+	pb=
+	if read -r b1 b2 b3 b4 b5; then
+		(check_state 1 "$b1" "$b2" "$b3" "$b4" "$b5") & pb=$!
+	fi
+	wait $pa || { keep_inputs; fail "state $a1 $a2 $a3 $a4 $a5"; }
+	real=$((real + 1))
+	[ -z "$pb" ] && continue
+	wait $pb || { keep_inputs; fail "state $b1 $b2 $b3 $b4 $b5"; }
+	real=$((real + 1))
+done <"$T_DIR/sample"
+echo "$inproc crash states ($nflush flushes, $entries log entries, $synced files fsynced):" \
+	"$inproc in process by crash_check, $real of them through a real mount as well"
+rerun_line
