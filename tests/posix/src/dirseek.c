@@ -7,7 +7,9 @@
  * the middle gives the same tail, and that rewinddir() gives the same
  * entries again.  Prints one line per check; exit status 1 on a mismatch.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

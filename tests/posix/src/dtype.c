@@ -2,7 +2,9 @@
  * dtype DIR: the d_type readdir gives for each entry of DIR, sorted by
  * name, next to the type lstat gives ("name: d_type / lstat").
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

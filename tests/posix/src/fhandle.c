@@ -9,7 +9,9 @@
  * Prints "OK ..." or the error's symbolic name; the exit status is 0
  * unless the program itself is misused.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,9 @@
  * Prints nothing on success for write/read; exit status 1 on a failure,
  * 3 if the filesystem refuses O_DIRECT (EINVAL at open).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
