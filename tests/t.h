@@ -15,7 +15,10 @@
  * A name that is not in the table exits 2, so a misspelt case never
  * passes by running nothing.  A case that cannot run where it is (no
  * io_uring, not the memory device) calls t_skip_case(), which ends it and
- * goes on with the next; a run whose every case skipped exits 77.
+ * goes on with the next; a run whose every case skipped exits 77.  The
+ * skip jumps back to the case's start: call it from the case's own thread,
+ * in the test's own file (a shared helper library sees no running case
+ * and ends the whole run as skipped), before anything is allocated.
  */
 #ifndef MISCFS_T_H
 #define MISCFS_T_H
