@@ -1,5 +1,5 @@
 /*
- * t_ops.c - the owner's operations as the cache calls them, with an owner
+ * t_pc_ops.c - the owner's operations as the cache calls them, with an owner
  * that completes writes later, from the test: set_page_dirty goes through
  * the owner (which sets PG_fs_misc, as ext3 did for journalled data);
  * without writepages each page goes to writepage; pc_write_and_wait_range
