@@ -1,8 +1,7 @@
 /*
  * t_fs.h - what the tests of the mounted filesystem share: a fresh image
  * on the memory device, mounting it, the callers' credentials, and a check
- * of a whole image that cross-checks bitmaps, counts, block maps,
- * directories and link counts (a small fsck for the tests).
+ * of a whole image by fsck itself.
  */
 #ifndef MISCFS_T_FS_H
 #define MISCFS_T_FS_H
@@ -22,8 +21,9 @@ struct mfs_fs *tf_mount(struct bdev *bd);
 struct mfs_fs *tf_mount_opts(struct bdev *bd, const struct mfs_mount_opts *o);
 /* Unmount, then check the image; fails the test on any inconsistency. */
 void tf_unmount_check(struct mfs_fs *fs, struct bdev *bd);
-/* Check an unmounted image; @clean: the free counts of the superblock
- * must be exact too.  Then fsck -fn (fsck_run) must find nothing. */
+/* Check an unmounted image: fsck -fn (fsck_run) must find nothing.
+ * @clean: and it must be as a clean unmount leaves it (marked valid, so
+ * that fsck holds the free counts exact; no log; no orphans). */
 void tf_check(struct bdev *bd, bool clean);
 
 /* Inode number of @path's last component under the root ("a/b/c"). */
