@@ -28,8 +28,8 @@ static const char usage_text[] =
 "kinds     the kinds, one line each\n"
 "verify    every manifest file not in IMAGE.damaged is still there, whole\n"
 "          (mounted read-only; exit 1 naming the differences)\n"
-"check     the tests' own consistency check of an unmounted image, then\n"
-"          fsck -fn (tests/fs/t_fs.c, tf_check)\n";
+"check     the tests' check of an unmounted image: marked clean, and\n"
+"          fsck -fn finds nothing (tests/fs/t_fs.c, tf_check)\n";
 
 static const struct md_kind *const tables[] = {
 	md_kinds_meta, md_kinds_inode, md_kinds_dir, md_kinds_log,
@@ -74,8 +74,8 @@ static int cmd_damage(const char *image, const char *kind, uint64_t seed)
 	return err ? 1 : 0;
 }
 
-/* tf_check, which also runs fsck -fn: on a device of the image's block
- * size, as the journal is read in its own blocks. */
+/* tf_check, which runs fsck -fn: on a device of the image's block size,
+ * as the journal is read in its own blocks. */
 static int cmd_check(const char *image)
 {
 	struct bdev_open_opts bo = { .read_only = true };

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# mkdamage: every kind of damage is real (miscfs-debug or the tests' own
-# image check sees the changed field or the failed checksum), the same seed
+# mkdamage: every kind of damage is real (miscfs-debug sees the changed
+# field or the failed checksum, or fsck -fn through the tests' image check
+# reports the broken rule), the same seed
 # makes the same image, populated or damaged, and verify passes on a
 # whole image and names a file whose data changed.
 source "$(dirname "$0")/../lib.sh"
@@ -31,7 +32,7 @@ dbg_fails() {
 	expect_status 1 "$DEBUGFS" "$img" "${@:1:$#-1}"
 	expect_in "$T_ERR" "$text"
 }
-# check_fails TEXT: the tests' image check finds TEXT.
+# check_fails TEXT: the tests' image check (fsck -fn) reports TEXT.
 check_fails() {
 	expect_status 1 "$MKDAMAGE" check "$img"
 	expect_in "$T_ERR" "$1"
@@ -45,6 +46,8 @@ ls_lacks() { dbg ls "$1"; ! grep -q " $2\$" "$T_OUT" || { cat "$T_OUT"; fail "'$
 u16() { od -An -tu2 -j "$1" -N2 "$img" | tr -d ' '; }
 # group_field G KEY: "KEY N" of group G in miscfs-debug groups.
 group_field() { dbg groups; sed -n "s/^group $1: .*$2 \([0-9]*\).*/\1/p" "$T_OUT"; }
+# flipped: the block whose bit the damage flipped in a block bitmap.
+flipped() { sed -n "s/.* block bitmap bit of block \([0-9]*\) .*/\1/p" "$T_DIR/said" | head -n1; }
 
 s2=$(ino /a/small2.txt)
 s1=$(ino /a/small1.txt)
@@ -73,14 +76,14 @@ check_kind() {
 	gd-bitmap-outside) dbg_fails groups "group descriptor 0: bitmaps or inode table outside the group";;
 	gd-free-count)
 		[ "$(group_field 0 'free blocks')" = $((free0 - 7)) ] || fail "free count"
-		check_fails "$free0 != $((free0 - 7))";;
+		check_fails "group 0: $((free0 - 7)) free blocks recorded, $free0 counted";;
 	gd-csum) dbg_fails groups "group descriptor 0: checksum mismatch";;
-	bbitmap-used-clear) check_fails "bitmap 0, referenced 1";;
-	bbitmap-free-set) check_fails "bitmap 1, referenced 0";;
+	bbitmap-used-clear) check_fails "block bitmap of group 1 differs: +$(flipped)";;
+	bbitmap-free-set) check_fails "block bitmap of group 1 differs: -$(flipped)";;
 	ibitmap-used-clear)
 		[ "$(group_field 1 'free inodes')" = $((ifree1 + 1)) ] || fail "free inodes"
-		check_fails "referenced 0";;
-	ibitmap-free-set) check_fails "inode $ninodes in use with no links";;
+		check_fails "inode bitmap of group 1 differs: +$s2";;
+	ibitmap-free-set) check_fails "inode bitmap of group 1 differs: -$ninodes";;
 	bbitmap-csum) dbg_fails groups "group 0: block bitmap (block 3) checksum mismatch";;
 	ibitmap-csum) dbg_fails groups "group 0: inode bitmap (block 4) checksum mismatch";;
 	region-overlap-group)
@@ -99,23 +102,23 @@ check_kind() {
 	block-shared)
 		dbg inode "$s2"; local a; a=$(field "block map" | cut -d' ' -f1)
 		dbg inode "$notes"; [ "$(field "block map" | cut -d' ' -f1)" = "$a" ] || fail "not shared"
-		check_fails "used twice";;
+		check_fails "inode $notes shares 1 blocks with other inodes";;
 	ind-out-of-range) dbg_fails verify "inode $(ino /big): indirect block";;
 	ind-csum) dbg_fails verify "of inode $(ino /big): checksum mismatch";;
 	size-beyond-max) dbg_fails inode "$s2" "beyond the largest file";;
 	dir-size-unaligned) dbg inode "$(ino /a)"; has size $((bs + 100));;
-	blocks-wrong) dbg inode "$s2"; has sectors 6; check_fails "4 != 6";;
+	blocks-wrong) dbg inode "$s2"; has sectors 6; check_fails "inode $s2: i_blocks is 6, should be 4";;
 	mode-bad-type) dbg inode "$s2"; has type invalid; has mode 0644;;
 	inode-csum) dbg_fails inode "$s2" "inode $s2 (block";;
-	links-high) dbg inode "$s2"; has links 3; check_fails "3 links, 1 entries";;
-	links-low) dbg inode "$s1"; has links 1; check_fails "1 links, 2 entries";;
-	links-zero) dbg inode "$s2"; has links 0; check_fails "in use with no links";;
+	links-high) dbg inode "$s2"; has links 3; check_fails "inode $s2: link count is 3, should be 1";;
+	links-low) dbg inode "$s1"; has links 1; check_fails "inode $s1: link count is 1, should be 2";;
+	links-zero) dbg inode "$s2"; has links 0; check_fails "inode $s2: link count is 0, should be 1";;
 	nsec-too-big) dbg inode "$s2"; expect_in "$T_OUT" ".1000000000";;
 	root-not-dir) dbg inode 2; has type file; expect_status 2 "$DEBUGFS" "$img" ls /;;
 	xattr-csum) dbg_fails verify "xattr block $xblk: checksum mismatch";;
 	xattr-value-beyond) dbg_fails verify "xattr block $xblk: entry at byte 0 runs past the end";;
 	xattr-shared)
-		dbg inode "$s2"; has "xattr block" "$xblk"; check_fails "block $xblk (inode $s2) used twice";;
+		dbg inode "$s2"; has "xattr block" "$xblk"; check_fails "inode $s2: xattr block $xblk is also claimed by another inode";;
 	ixattr-beyond)
 		# e_value_size of the first in-inode entry of /xattr_in.
 		local x; x=$(ino /xattr_in)
@@ -129,7 +132,8 @@ check_kind() {
 	dirent-name-len) dbg_fails ls /many "name_len 32 at offset 108 does not fit rec_len 36";;
 	dirblock-csum) dbg_fails ls /many "directory $many: checksum mismatch";;
 	dirent-free-inode)
-		ls_has /a "$ninodes file ghost"; check_fails "free inode $ninodes is named";;
+		ls_has /a "$ninodes file ghost"
+		check_fails "entry 'ghost' in directory $(ino /a) names inode $ninodes, which is not in use";;
 	dirent-file-type) ls_has /a "$s2 fifo small2.txt";;
 	dir-no-dot) ls_lacks /a/b "\\.";;
 	dir-no-dotdot) ls_lacks /a/b/c "\\.\\.";;
@@ -138,17 +142,21 @@ check_kind() {
 		ls_lacks / loopa
 		ls_has "$(ino /loopa/loopb)" "$(ino /loopa) dir loopa"
 		ls_has "$(ino /loopa)" "$(ino /loopa/loopb) dir ..";;
-	dir-unreachable) ls_lacks /a b; check_fails "directory $(ino /a/b) named 0 times";;
-	file-unreachable) ls_lacks /a small2.txt; check_fails "inode $s2: 1 links, 0 entries";;
+	dir-unreachable)
+		ls_lacks /a b
+		check_fails "directory $(ino /a/b) (its '..' says $(ino /a)) is not reachable from the root";;
+	file-unreachable) ls_lacks /a small2.txt; check_fails "inode $s2: link count is 1, should be 0";;
 	dup-names)
 		dbg ls /many
 		[ "$(grep -c ' entry-000-with-a-longer-name$' "$T_OUT")" = 2 ] || fail "no duplicate";;
-	dir-hardlink) ls_has /a "$many dir many-again"; check_fails "3 != 4";;
+	dir-hardlink)
+		ls_has /a "$many dir many-again"
+		check_fails "entry 'many-again' in directory $(ino /a) is a second link to directory $many";;
 	lost-found-missing)
 		ls_lacks / lost+found; dbg inode 11; has mode 0000
 		[ "$(group_field 0 'free inodes')" = $((ifree0 + 1)) ] || fail "free inodes"
-		# The rest is consistent: only fsck, at the end of check, objects.
-		check_fails "lost+found is missing";;
+		# The rest is consistent: only the missing directory is reported.
+		check_fails "/lost+found is missing";;
 	journal-torn|journal-tag-outside)
 		dbg super; has recovery "needs recovery (the log is not empty, RECOVER flag set)"
 		dbg journal; has "journal start" 1;;
