@@ -12,10 +12,13 @@
 #
 # Every state is checked by crash_check in one process: the image rebuilt
 # in memory and mounted by the core on the memory device, as the daemon
-# mounts it.  A sample of the states (evenly spread, and the last flushes,
-# which hold every fsynced file) also goes the whole way, through the I/O
-# path crash_check leaves out: miscfs-replay, the daemon and a FUSE mount,
-# sha1sum, fusermount3 -u, fsck.miscfs -fn.
+# mounts it.  It also reads the files whose fsync had not returned yet:
+# each byte of them must be their own or zero, never another file's old
+# data (data=ordered writes a file's blocks before the commit that gives
+# them to it).  A sample of the states (evenly spread, and the last
+# flushes, which hold every fsynced file) also goes the whole way, through
+# the I/O path crash_check leaves out: miscfs-replay, the daemon and a
+# FUSE mount, sha1sum, fusermount3 -u, fsck.miscfs -fn.
 #
 # MISCFS_CRASH_STATES sets the number of states (default 1000),
 # MISCFS_CRASH_MOUNTED how many of them are mounted for real as well
