@@ -11,7 +11,7 @@ set -u
 # failure's log starts with it.
 t_rerun_line() {
 	local v line=
-	for v in MKFS DEBUGFS FSCK MISCFS REPLAY MFSX MKDAMAGE RANDOM_DAMAGE \
+	for v in MKFS DEBUGFS FSCK MISCFS REPLAY MFSX MKDAMAGE RANDOM_DAMAGE CRASH_CHECK \
 		FORMAT_MD PC_SRC BUILD_ROOT MESON $(compgen -v | grep -E '^(MISCFS|MFSX|CORPUS)_'); do
 		[ -n "${!v:-}" ] && line+="$v=${!v} "
 	done
