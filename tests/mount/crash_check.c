@@ -25,8 +25,9 @@
  * input.  MODEL holds the files as they were fsynced and "list", lines
  * "FLUSHES SHA1 NAME": d/NAME was fsynced with FLUSHES flushes in the log.
  *
- * Every state is checked; each failure is named by its line.  Exit
- * status: 0 all passed, 1 some failed, 2 usage or unreadable input.
+ * Every state is checked; failures are named by their lines (the first
+ * twenty), so that one can be checked again alone.  Exit status: 0 all
+ * passed, 1 some failed, 2 usage or unreadable input.
  */
 #include <errno.h>
 #include <fcntl.h>
