@@ -40,7 +40,8 @@ def main():
                 print("skipped  %s (%s)" % (name, last_line(t)))
             else:
                 failed += 1
-                print("FAILED   %s (%s)" % (name, t["result"]))
+                print("FAILED   %s (%s): meson test -C %s '%s' -v"
+                      % (name, t["result"], d, t["name"]))
     if skipped:
         print("%d skipped" % skipped)
     print("%d passed, %d failed" % (passed, failed))
