@@ -475,8 +475,9 @@ static void save_one(const uint8_t *img, uint64_t seed)
 
 /*
  * The arguments before the case names: [--save DIR] [FIRST [COUNT]].
- * They are taken off the front, so that the cases see only their names.
- * With --save only the damaged images are written, and no case runs.
+ * They are taken off the front of main's argc and argv (as T_MAIN_SETUP
+ * names them), so that the cases see only their names.  With --save only
+ * the damaged images are written, and no case runs.
  */
 static void setup(int *argc, char ***argv)
 {
