@@ -160,7 +160,11 @@ static inline int t_main(int argc, char **argv, const struct t_case *cases, size
 	return ran > 0 && skipped == ran ? T_SKIP : 0;
 }
 
-/* main(): the setup the cases share, if any, in @setup, then the cases. */
+/*
+ * main(): the setup the cases share, if any, in @setup, then the cases.
+ * @setup sees main's argc and argv by those names, and may take options
+ * of the test's own off their front before the case names.
+ */
 #define T_MAIN(...) T_MAIN_SETUP((void)0, __VA_ARGS__)
 #define T_MAIN_SETUP(setup, ...)                                          \
 int main(int argc, char **argv)                                           \
