@@ -312,8 +312,9 @@ struct bdev_wrap_log_entry {
 
 /* Record every write and flush in memory from now on (off by default).
  * Turning it on starts a new, empty log from a copy of the current
- * contents (read from the device below); turning it off keeps the log
- * for the crash images. */
+ * contents (read from the device below; a write completing meanwhile is
+ * in the copy, or in the log if it completes later); turning it off
+ * keeps the log for the crash images. */
 void bdev_wrap_record(struct bdev *bd, bool on);
 size_t bdev_wrap_log_count(struct bdev *bd);
 /* Entry @i, or NULL past the end; valid until recording restarts or the

@@ -609,19 +609,48 @@ static uint8_t *read_all(struct wrap_bdev *w)
 	return buf;
 }
 
+/* Lay the writes logged so far onto @base (if any) and empty the log
+ * (w->lock held). */
+static void log_fold(struct bdev_log *log, uint8_t *base)
+{
+	for (size_t i = 0; i < log->n; i++) {
+		const struct bdev_wrap_log_entry *e = log->ents[i];
+
+		if (base && !e->flush)
+			memcpy(base + e->off, e->data, e->len);
+		rec_free(log->ents[i]);
+	}
+	log->n = 0;
+}
+
+/*
+ * The copy is read while writes may still complete below (a journal's
+ * checkpoint writing home, say).  One that lands on a block already read
+ * and completes before recording is on would be in neither the copy nor
+ * the log, and a crash image would lose it while keeping what followed
+ * (the superblock saying the log no longer needs it).  So the log starts
+ * before the read, and the writes it caught meanwhile go into the copy:
+ * every completed write is in one or the other.
+ */
 void bdev_wrap_record(struct bdev *bd, bool on)
 {
 	struct wrap_bdev *w = to_wrap(bd);
-	uint8_t *base = on ? read_all(w) : NULL;
+	uint8_t *base;
 
-	if (on && !base)
+	pthread_mutex_lock(&w->lock);
+	if (on)
+		log_clear(&w->log);
+	w->recording = on;
+	pthread_mutex_unlock(&w->lock);
+	if (!on)
+		return;
+	base = read_all(w);
+	if (!base)
 		mlog_err("write log: no memory to record");
 	pthread_mutex_lock(&w->lock);
-	if (on) {
-		log_clear(&w->log);
-		w->log.base = base;
-	}
-	w->recording = on && w->log.base;
+	log_fold(&w->log, base);
+	w->log.base = base;
+	w->recording = base != NULL;
 	pthread_mutex_unlock(&w->lock);
 }
 
