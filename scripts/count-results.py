@@ -41,7 +41,7 @@ def main():
             else:
                 failed += 1
                 print("FAILED   %s (%s): meson test -C %s '%s' -v"
-                      % (name, t["result"], d, t["name"]))
+                      % (name, t["result"], d, t["name"].split(" / ")[-1]))
     if skipped:
         print("%d skipped" % skipped)
     print("%d passed, %d failed" % (passed, failed))
