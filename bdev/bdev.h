@@ -215,6 +215,10 @@ enum bdev_cut {
 	                          (crash images and replays only) */
 };
 
+/* The mode a tool or test names as keep, drop, random, torn or blocks;
+ * -EINVAL for any other name. */
+int bdev_cut_parse(const char *name, enum bdev_cut *mode);
+
 /*
  * The functions of this section take the memory device itself or a
  * device stacked on it (bdev_wrap): they act on the memory device at the

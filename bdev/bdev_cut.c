@@ -7,9 +7,26 @@
 
 #include "util.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define SECTOR 512u
+
+int bdev_cut_parse(const char *name, enum bdev_cut *mode)
+{
+	static const struct { const char *name; enum bdev_cut mode; } modes[] = {
+		{ "keep", BDEV_CUT_KEEP_ALL }, { "drop", BDEV_CUT_LOSE_ALL },
+		{ "random", BDEV_CUT_RANDOM }, { "torn", BDEV_CUT_RANDOM_TORN },
+		{ "blocks", BDEV_CUT_BLOCKS },
+	};
+
+	for (size_t i = 0; i < UT_ARRAY_SIZE(modes); i++)
+		if (!strcmp(name, modes[i].name)) {
+			*mode = modes[i].mode;
+			return 0;
+		}
+	return -EINVAL;
+}
 
 uint64_t bdev_rng_next(uint64_t *state)
 {

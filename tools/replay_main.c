@@ -70,18 +70,9 @@ struct replay_args {
 
 static int parse_mode(const char *s, enum bdev_cut *mode)
 {
-	static const struct { const char *name; enum bdev_cut mode; } modes[] = {
-		{ "keep", BDEV_CUT_KEEP_ALL }, { "drop", BDEV_CUT_LOSE_ALL },
-		{ "random", BDEV_CUT_RANDOM }, { "torn", BDEV_CUT_RANDOM_TORN },
-		{ "blocks", BDEV_CUT_BLOCKS },
-	};
-
-	for (size_t i = 0; i < UT_ARRAY_SIZE(modes); i++)
-		if (!strcmp(s, modes[i].name)) {
-			*mode = modes[i].mode;
-			return 0;
-		}
-	return tool_fail("--mode %s: use keep, drop, random, torn or blocks", s);
+	if (bdev_cut_parse(s, mode))
+		return tool_fail("--mode %s: use keep, drop, random, torn or blocks", s);
+	return 0;
 }
 
 static int parse_number(const char *opt, const char *s, uint64_t *n)

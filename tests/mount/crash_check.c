@@ -279,22 +279,6 @@ static void unload(struct checker *c)
 
 /* ---- a state's line ------------------------------------------------------- */
 
-static int parse_mode(const char *s, enum bdev_cut *mode)
-{
-	static const struct { const char *name; enum bdev_cut mode; } modes[] = {
-		{ "keep", BDEV_CUT_KEEP_ALL }, { "drop", BDEV_CUT_LOSE_ALL },
-		{ "random", BDEV_CUT_RANDOM }, { "torn", BDEV_CUT_RANDOM_TORN },
-		{ "blocks", BDEV_CUT_BLOCKS },
-	};
-
-	for (size_t i = 0; i < UT_ARRAY_SIZE(modes); i++)
-		if (!strcmp(s, modes[i].name)) {
-			*mode = modes[i].mode;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 /* The flushes among the first @prefix entries. */
 static uint64_t flushes_in(const struct checker *c, size_t prefix)
 {
@@ -312,7 +296,7 @@ static int parse_state(struct checker *c, const char *line, struct state *s)
 
 	snprintf(s->line, sizeof(s->line), "%.*s", (int)strcspn(line, "\n"), line);
 	if (sscanf(line, "%15s %" SCNu64 " %15s %" SCNu64 " %" SCNu64, kind, &n, mode,
-		   &s->seed, &s->flushes) != 5 || parse_mode(mode, &s->mode))
+		   &s->seed, &s->flushes) != 5 || bdev_cut_parse(mode, &s->mode))
 		return say(c, -EINVAL, "not a state");
 	s->at_flush = !strcmp(kind, "flush");
 	if (!s->at_flush && strcmp(kind, "entry"))

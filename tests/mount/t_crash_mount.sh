@@ -182,9 +182,11 @@ done
 inproc=$(awk '/crash states in process/ { n += $1 } END { print n + 0 }' "$T_DIR"/check[01].out)
 [ "$inproc" -eq "$(wc -l <"$T_DIR/states")" ] || fail "crash_check checked $inproc states"
 
-# The sample mounted for real: the last flushes (up to 4), and states
-# evenly spread over the list for the rest.
-awk -v m="$sample" -v total="$states" -v nflush="$nflush" '
+# The sample mounted for real: the last flushes listed (up to 4; fewer
+# states than flushes list only the first), and states evenly spread over
+# the list for the rest.
+listed=$(awk '$1 == "flush" { n = $2 } END { print n + 0 }' "$T_DIR/states")
+awk -v m="$sample" -v total="$states" -v nflush="$listed" '
 	BEGIN {
 		last = m < 4 ? m : 4
 		rest = m - last
