@@ -25,6 +25,9 @@ run() {
 	shift 2
 	[ "$ops" -ge 1 ] || ops=1
 	if ! "$MFSX" -N "$ops" -S "$seed" "$@" "$mnt"; then
+		# A daemon that died says why here (a sanitizer's report).
+		stop
+		sed 's/^/daemon: /' "$T_DIR/daemon.err" >&2
 		echo "a fresh mount like this one: $MKFS -q IMAGE $image_size;" \
 			"$MISCFS IMAGE MNT -f -o $mount_opts" >&2
 		fail "mfsx -N $ops -S $seed${*:+ $*}"
