@@ -25,13 +25,18 @@ install_missing() {
 			apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# configure_build DIR [meson options...]: configure once, reconfigure if the
-# directory exists, then build.
-configure_build() {
+# configure_tree DIR [meson options...]: set the tree up once (with $CC
+# if set), reconfigure it if the directory exists; nothing is compiled.
+configure_tree() {
 	local dir=$1; shift
 	if [ -f "$MISCFS_TOP/$dir/build.ninja" ]; then
 		meson configure "$MISCFS_TOP/$dir" "$@" >/dev/null
 	else
 		meson setup "$MISCFS_TOP/$dir" "$MISCFS_TOP" "$@" >/dev/null
-	fi && ninja -C "$MISCFS_TOP/$dir" -j2 >/dev/null
+	fi
+}
+
+# configure_build DIR [meson options...]: configure_tree, then build.
+configure_build() {
+	configure_tree "$@" && ninja -C "$MISCFS_TOP/$1" -j2 >/dev/null
 }
