@@ -96,17 +96,15 @@ static jmp_buf *t_case_skip_;
 	longjmp(*t_case_skip_, 1);                                        \
 } while (0)
 
-/* "test_wrap" answers to "test_wrap" and to "wrap". */
-static inline bool t_case_is_(const char *name, const char *want)
-{
-	if (strcmp(name, want) == 0)
-		return true;
-	return strncmp(name, "test_", 5) == 0 && strcmp(name + 5, want) == 0;
-}
-
 static inline const char *t_case_short_(const char *name)
 {
 	return strncmp(name, "test_", 5) == 0 ? name + 5 : name;
+}
+
+/* "test_wrap" answers to "test_wrap" and to "wrap". */
+static inline bool t_case_is_(const char *name, const char *want)
+{
+	return strcmp(name, want) == 0 || strcmp(t_case_short_(name), want) == 0;
 }
 
 /* Run one case; false when it skipped. */

@@ -146,10 +146,9 @@ for _ in $(seq $((states - listed))); do
 	echo "entry $n ${modes[$((RANDOM % 5))]} $RANDOM ${after[$((n - 1))]}"
 done >>"$T_DIR/states"
 
+# lib.sh's rerun line, with the values this run took by default too.
 rerun_line() {
-	echo "to rerun: MISCFS_SEED=$seed MISCFS_CRASH_STATES=$states" \
-		"MISCFS_CRASH_MOUNTED=$sample MKFS=$MKFS DEBUGFS=$DEBUGFS MISCFS=$MISCFS" \
-		"REPLAY=$REPLAY FSCK=$FSCK CRASH_CHECK=$CRASH_CHECK $0"
+	MISCFS_SEED=$seed MISCFS_CRASH_STATES=$states MISCFS_CRASH_MOUNTED=$sample t_rerun_line
 }
 
 # The log is not made again by a rerun: keep what the failed state was
@@ -185,8 +184,8 @@ inproc=$(awk '/crash states in process/ { n += $1 } END { print n + 0 }' "$T_DIR
 # The sample mounted for real: the last flushes listed (up to 4; fewer
 # states than flushes list only the first), and states evenly spread over
 # the list for the rest.
-listed=$(awk '$1 == "flush" { n = $2 } END { print n + 0 }' "$T_DIR/states")
-awk -v m="$sample" -v total="$states" -v nflush="$listed" '
+last_flush=$(awk '$1 == "flush" { n = $2 } END { print n + 0 }' "$T_DIR/states")
+awk -v m="$sample" -v total="$states" -v nflush="$last_flush" '
 	BEGIN {
 		last = m < 4 ? m : 4
 		rest = m - last
