@@ -33,10 +33,14 @@ list=$("$MKDAMAGE" kinds) || fail "mkdamage kinds"
 kinds=0
 images=0
 for bs in ${CORPUS_BLOCK_SIZES:-1024 4096}; do
+	# populate is deterministic (t_mkdamage): one image per block size,
+	# copied for each kind.
+	"$MKDAMAGE" populate pristine --block-size "$bs" >/dev/null ||
+		fail "populate ($bs)"
 	for kind in $(echo "$list" | awk '{ print $1 }'); do
 		rm -f img img.*
-		"$MKDAMAGE" populate img --block-size "$bs" >/dev/null ||
-			fail "populate ($bs)"
+		cp --sparse=always pristine img && cp pristine.manifest img.manifest ||
+			fail "copy of the populated image"
 		# The 4 KiB image has one group: no backup for the sb-* kinds.
 		if ! "$MKDAMAGE" damage img "$kind" >damage.out 2>&1; then
 			grep -q "no backup" damage.out && continue
