@@ -427,14 +427,41 @@ static void note_evicted(struct mfs_fs *fs, const struct mfs_node *n)
 	fs->evicted_dirty = true;
 }
 
-static void evict_and_free(struct mfs_node *n)
+/*
+ * A node the eviction could not take off the orphan list stays in memory:
+ * its neighbours on the list write through it when they leave, and the
+ * list in memory must match the one on the disk.  Mounted, it is found by
+ * its number as before, and its next user tries again; at unmount
+ * (@final) it stays freeing, for drop_stuck (icache_lock held).
+ */
+static bool keep_stuck(struct mfs_fs *fs, struct mfs_node *n, bool orphan, bool final)
+{
+	n->stuck = orphan;
+	if (!orphan)
+		return false;
+	if (!final) {
+		n->freeing = false;
+		pthread_cond_broadcast(&fs->icache_cond);
+	}
+	return true;
+}
+
+static void evict_and_free(struct mfs_node *n, bool final)
 {
 	struct mfs_fs *fs = n->fs;
+	bool orphan;
 
 	evict(n);
 	pthread_mutex_lock(&n->lock);
 	pthread_mutex_unlock(&n->lock);     /* the last writer's changes seen */
+	pthread_mutex_lock(&fs->orphan_lock);
+	orphan = n->orphan;
+	pthread_mutex_unlock(&fs->orphan_lock);
 	pthread_mutex_lock(&fs->icache_lock);
+	if (keep_stuck(fs, n, orphan, final)) {
+		pthread_mutex_unlock(&fs->icache_lock);
+		return;
+	}
 	note_evicted(fs, n);
 	hash_del(fs, n);
 	fs->evict_seq++;
@@ -513,7 +540,7 @@ void mfs_iput(struct mfs_node *n)
 		victim = unused(fs, n);
 	pthread_mutex_unlock(&fs->icache_lock);
 	if (victim)
-		evict_and_free(victim);
+		evict_and_free(victim, false);
 }
 
 void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
@@ -536,10 +563,35 @@ void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
 }
 
 /*
- * Unmount: every node goes, whatever its counts (the kernel has let go).
- * Each scan goes on from the bucket of the last node found, not from the
- * start, and it is over when a scan from the start finds none: about two
- * walks of the table rather than one per node.
+ * Unmount, the last step: the nodes still on the orphan list, each evicted
+ * once more in vain, go from memory only.  Every neighbour that left the
+ * list wrote through them, so the list on the disk is whole, and the next
+ * mount (or fsck) takes it up.
+ */
+static void drop_stuck(struct mfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->orphan_lock);
+	while (!ut_list_empty(&fs->orphans)) {
+		struct mfs_node *n = ut_list_entry(fs->orphans.next, struct mfs_node,
+						   orphan_link);
+
+		mlog_warn("inode %" PRIu32 ": left on the orphan list for the next "
+			  "mount or fsck", n->ino);
+		ut_list_del(&n->orphan_link);
+		pthread_mutex_lock(&fs->icache_lock);
+		hash_del(fs, n);
+		pthread_mutex_unlock(&fs->icache_lock);
+		node_free(n);
+	}
+	pthread_mutex_unlock(&fs->orphan_lock);
+}
+
+/*
+ * Unmount: every node goes, whatever its counts (the kernel has let go);
+ * a stuck one is evicted once more, which writes its data back and tries
+ * to free it again.  Each scan goes on from the bucket of the last node
+ * found, not from the start, and it is over when a scan from the start
+ * finds none: about two walks of the table rather than one per node.
  */
 int mfs_icache_sync(struct mfs_fs *fs)
 {
@@ -568,9 +620,11 @@ int mfs_icache_sync(struct mfs_fs *fs)
 		}
 		pthread_mutex_unlock(&fs->icache_lock);
 		if (!n)
-			return 0;
-		evict_and_free(n);
+			break;
+		evict_and_free(n, true);
 	}
+	drop_stuck(fs);
+	return 0;
 }
 
 /* ---- attributes ---------------------------------------------------------- */
@@ -708,38 +762,88 @@ static int orphan_truncated(struct mfs_node *n)
 }
 
 /*
- * After recovery: finish what the orphan list records.  An unlinked inode
- * is freed; a linked one was cut short by a truncation, which is finished.
- * The walk is bounded by the inode count, so a loop in the list ends it.
+ * Each node of the list (which holds a reference to every one) truncated
+ * or freed; one that cannot be stays on the list, stuck, and the next
+ * node's reference keeps that one in its place while this one goes.
+ * After an error (@err) the references only go.
  */
-int mfs_orphans_process(struct mfs_fs *fs)
+static int orphans_finish(struct mfs_fs *fs, int err)
 {
-	uint32_t ino = fs->orphan_head, seen = 0;
-	struct mfs_node *n;
-	int err = 0;
+	struct ut_list *l, *next;
 
-	while (ino && !err) {
-		if (++seen > fs->ninodes)
-			return mfs_error(fs, "orphan list: a loop through inode %"
-					 PRIu32, ino);
-		err = iget(fs, ino, true, &n);
-		if (err)
-			return err;
-		pthread_mutex_lock(&fs->orphan_lock);
-		n->orphan = true;
-		ut_list_add_tail(&fs->orphans, &n->orphan_link);
-		pthread_mutex_unlock(&fs->orphan_lock);
-		ino = le32toh(n->raw.i_next_orphan);
-		mlog_info("orphan inode %" PRIu32 ": %s", n->ino,
-			  n->raw.i_links_count ? "truncated to its size" : "freed");
-	}
-	while (!ut_list_empty(&fs->orphans) && !err) {
-		n = ut_list_entry(fs->orphans.next, struct mfs_node, orphan_link);
-		if (n->raw.i_links_count)
+	for (l = fs->orphans.next; l != &fs->orphans; l = next) {
+		struct mfs_node *n = ut_list_entry(l, struct mfs_node, orphan_link);
+
+		next = l->next;
+		if (n->raw.i_links_count && !err)
 			err = orphan_truncated(n);
 		mfs_iput(n);
 	}
 	return err;
+}
+
+/* @n, just read, joins the list in memory; false if it is on it already. */
+static bool orphan_collect(struct mfs_fs *fs, struct mfs_node *n)
+{
+	bool again;
+
+	pthread_mutex_lock(&fs->orphan_lock);
+	again = n->orphan;
+	if (!again) {
+		n->orphan = true;
+		ut_list_add_tail(&fs->orphans, &n->orphan_link);
+	}
+	pthread_mutex_unlock(&fs->orphan_lock);
+	return !again;
+}
+
+/* The list on the disk is damaged at @ino: it ends after @last (or is
+ * empty) in memory, and the disk follows as the nodes leave it. */
+static void orphan_cut(struct mfs_fs *fs, struct mfs_node *last, uint32_t ino, int err)
+{
+	mfs_error(fs, "orphan list: %s inode %" PRIu32 "; the list ends before it",
+		  err == -ELOOP ? "a loop back to" : "cannot read", ino);
+	if (!last) {
+		fs->orphan_head = 0;
+		return;
+	}
+	pthread_mutex_lock(&last->lock);
+	last->raw.i_next_orphan = 0;
+	pthread_mutex_unlock(&last->lock);
+}
+
+/*
+ * After recovery: finish what the orphan list records.  An unlinked inode
+ * is freed; a linked one was cut short by a truncation, which is finished.
+ * A damaged list (a loop, an inode that fails its checks) ends before the
+ * damage, an error of the filesystem for fsck to finish; an error of the
+ * device or of memory fails the mount.
+ */
+int mfs_orphans_process(struct mfs_fs *fs)
+{
+	uint32_t ino = fs->orphan_head;
+	struct mfs_node *n, *last = NULL;
+	int err = 0;
+
+	while (ino) {
+		err = iget(fs, ino, true, &n);
+		if (!err && !orphan_collect(fs, n)) {
+			mfs_iput(n);
+			err = -ELOOP;
+		}
+		if (err == -ELOOP || err == -EUCLEAN || err == -ESTALE) {
+			orphan_cut(fs, last, ino, err);
+			err = 0;
+			break;
+		}
+		if (err)
+			break;
+		last = n;
+		ino = le32toh(n->raw.i_next_orphan);
+		mlog_info("orphan inode %" PRIu32 ": %s", n->ino,
+			  n->raw.i_links_count ? "truncated to its size" : "freed");
+	}
+	return orphans_finish(fs, err);
 }
 
 /* ---- allocations that wait for FORGETs ----------------------------------- */
@@ -763,8 +867,11 @@ static bool forget_pending(struct mfs_fs *fs)
 
 	pthread_mutex_lock(&fs->orphan_lock);
 	pthread_mutex_lock(&fs->icache_lock);
-	for (l = fs->orphans.next; l != &fs->orphans && !any; l = l->next)
-		any = !ut_list_entry(l, struct mfs_node, orphan_link)->nopen;
+	for (l = fs->orphans.next; l != &fs->orphans && !any; l = l->next) {
+		struct mfs_node *n = ut_list_entry(l, struct mfs_node, orphan_link);
+
+		any = !n->nopen && !n->stuck;
+	}
 	pthread_mutex_unlock(&fs->icache_lock);
 	pthread_mutex_unlock(&fs->orphan_lock);
 	return any;

@@ -158,6 +158,10 @@ struct mfs_node {
 	uint64_t nlookup;                /* icache_lock: FUSE lookup count */
 	uint32_t nopen;                  /* icache_lock: open files */
 	bool freeing;                    /* icache_lock: being evicted */
+	/* icache_lock: unlinked (or cut short) but not freed, an error in
+	 * the way; kept, since it is still on the orphan list, until the
+	 * unmount drops it and the next mount or fsck finishes it. */
+	bool stuck;
 	struct ut_list lru;              /* icache_lock: on fs->ilru */
 
 	pthread_rwlock_t rwsem;

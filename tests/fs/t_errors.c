@@ -20,27 +20,6 @@
 
 #define DEV_BYTES (8u << 20)
 
-static char logged[8192];
-
-static void sink(enum mlog_level level, const char *line, void *arg)
-{
-	(void)level;
-	(void)arg;
-	strncat(logged, line, sizeof(logged) - strlen(logged) - 2);
-	strcat(logged, "\n");
-}
-
-static void capture(void)
-{
-	logged[0] = 0;
-	mlog_set_sink(sink, NULL);
-}
-
-static void release(void)
-{
-	mlog_set_sink(NULL, NULL);
-}
-
 /* The primary superblock as the device holds it now. */
 static struct mfs_super *disk_sb(struct bdev *bd)
 {
@@ -129,25 +108,25 @@ static void test_damage(void)
 	set_sb(bd, errors_ro);               /* the superblock's default */
 	fs = tf_mount(bd);
 	t_assert(!disk_errors(bd), "a fresh mount is not marked");
-	capture();
+	tf_log_capture();
 	t_eq(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL), -EIO);
-	release();
+	tf_log_release();
 	t_assert(disk_errors(bd), "the damage is not on the disk");
 	t_ok(mfs_sb_load(bd, &sb, &copy));   /* checksum good, primary used */
 	t_eq(copy, 0);
-	t_assert(strstr(logged, "remount-ro"), "s_errors ignored: %s", logged);
+	t_assert(strstr(tf_log(), "remount-ro"), "s_errors ignored: %s", tf_log());
 	t_eq(mfs_mkdir(fs, &tf_root, MFS_FIRST_INO, "d", 0755, NULL, NULL), -EROFS);
 	t_ok(mfs_unmount(fs));
 	t_assert(disk_errors(bd), "the clean unmount dropped the errors");
 	t_assert(le16toh(disk_sb(bd)->s_state) & MFS_STATE_VALID, "not clean");
 
-	capture();
+	tf_log_capture();
 	t_eq(mfs_mount(bd, &o, &fs), -EROFS);
-	release();
-	t_assert(strstr(logged, "marked with errors") && strstr(logged, "-o force"),
-		 "refusal: %s", logged);
-	t_assert(strchr(logged, '\n') == logged + strlen(logged) - 1,
-		 "one line only: %s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "marked with errors") && strstr(tf_log(), "-o force"),
+		 "refusal: %s", tf_log());
+	t_assert(strchr(tf_log(), '\n') == tf_log() + strlen(tf_log()) - 1,
+		 "one line only: %s", tf_log());
 	o.read_only = true;
 	t_ok(mfs_mount(bd, &o, &fs));
 	t_ok(mfs_unmount(fs));
@@ -173,24 +152,24 @@ static void test_abort_on_log_error(void)
 		t_ok(bdev_wrap_fail(bd, jblock(bd, l) * 1024, 1024, BDEV_WRAP_FAIL_WRITE));
 	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
 	mfs_forget(fs, st.st_ino, 1);
-	capture();
+	tf_log_capture();
 	t_eq(mfs_sync(fs), -EIO);
-	release();
-	t_assert(strstr(logged, "journal aborted"), "log: %s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "journal aborted"), "log: %s", tf_log());
 	t_assert(disk_errors(bd), "the abort is not in the superblock");
 	t_eq((int32_t)le32toh(disk_jsb(bd)->s_errno), -EIO);
 	t_eq(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "e", 0755, NULL, NULL), -EROFS);
-	capture();
+	tf_log_capture();
 	t_assert(mfs_unmount(fs) != 0, "unmount after an abort succeeded");
-	release();
+	tf_log_release();
 	t_ok(bdev_wrap_fail(bd, 0, 0, 0));
 	t_assert(!(le16toh(disk_sb(bd)->s_state) & MFS_STATE_VALID), "marked clean");
 
-	capture();
+	tf_log_capture();
 	t_eq(mfs_mount(bd, &o, &fs), -EROFS);
-	release();
-	t_assert(strstr(logged, "marked with errors (the journal was aborted"),
-		 "refusal: %s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "marked with errors (the journal was aborted"),
+		 "refusal: %s", tf_log());
 	t_eq((int32_t)le32toh(disk_jsb(bd)->s_errno), 0);
 	t_assert(disk_errors(bd), "errors lost");
 	o.force = true;
@@ -241,7 +220,7 @@ static void test_recover_flag(void)
 }
 
 /*
- * The superblock is logged (an open file unlinked goes on the orphan
+ * The superblock is tf_log() (an open file unlinked goes on the orphan
  * list), then enough transactions follow for checkpoints to write that
  * copy home while the log still holds newer ones: the flag must stay.
  */
@@ -259,7 +238,7 @@ static void test_recover_through_checkpoints(void)
 	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "orphan"));
 	t_ok(mfs_sync(fs));
 	/* Only the orphan list journals the superblock: these operations
-	 * leave its logged copy where it is until a checkpoint takes it home,
+	 * leave its tf_log() copy where it is until a checkpoint takes it home,
 	 * which the orphan head on the disk shows. */
 	for (i = 0; i < 1500; i++) {
 		struct stat dst;
@@ -317,9 +296,9 @@ static void test_errors_survive_replay(void)
 			NULL, &f));
 	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "orphan"));
 	t_ok(mfs_sync(fs));
-	capture();
+	tf_log_capture();
 	t_eq(mfs_lookup(fs, &tf_root, x, "anything", NULL, NULL), -EIO);
-	release();
+	tf_log_release();
 	t_assert(disk_errors(bd), "the damage is not on the disk");
 	crashed = crash_copy(bd);
 	t_ok(mfs_release(fs, f));
@@ -327,10 +306,10 @@ static void test_errors_survive_replay(void)
 	t_ok(mfs_unmount(fs));
 	bdev_close(bd);
 
-	capture();
+	tf_log_capture();
 	t_eq(mfs_mount(crashed, &o, &fs), -EROFS);
-	release();
-	t_assert(strstr(logged, "marked with errors"), "refusal: %s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "marked with errors"), "refusal: %s", tf_log());
 	t_assert(disk_errors(crashed), "the replay dropped the errors");
 	bdev_close(crashed);
 	printf("ok: errors on the disk survive the replay of an older superblock\n");
@@ -346,10 +325,10 @@ static void test_features(void)
 	struct stat st;
 
 	set_sb(bd, incompat);
-	capture();
+	tf_log_capture();
 	t_eq(mfs_mount(bd, &o, &fs), -EOPNOTSUPP);
-	release();
-	t_assert(strstr(logged, "unknown incompatible features 0x80"), "%s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "unknown incompatible features 0x80"), "%s", tf_log());
 	bdev_close(bd);
 
 	bd = tf_mkfs(1024, DEV_BYTES);
@@ -357,10 +336,10 @@ static void test_features(void)
 	before = malloc(DEV_BYTES);
 	t_assert(before, "memory");
 	memcpy(before, bdev_mem_data(bd), DEV_BYTES);
-	capture();
+	tf_log_capture();
 	t_ok(mfs_mount(bd, &o, &fs));
-	release();
-	t_assert(strstr(logged, "features 0x80: mounting read-only"), "%s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "features 0x80: mounting read-only"), "%s", tf_log());
 	t_ok(mfs_statfs(fs, &sv));
 	t_assert(sv.f_flag & ST_RDONLY, "statfs says read-write");
 	t_eq(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, NULL, NULL), -EROFS);
@@ -381,13 +360,13 @@ static void test_features(void)
 	t_ok(mfs_unmount(fs));
 	bdev_close(bd);
 	set_sb(crashed, rocompat);
-	capture();
+	tf_log_capture();
 	t_eq(mfs_mount(crashed, &o, &fs), -EROFS);
-	release();
-	t_assert(strstr(logged, "needs replaying and unknown read-only compatible "
-			"features 0x80"), "%s", logged);
-	t_assert(strchr(logged, '\n') == logged + strlen(logged) - 1,
-		 "one line only: %s", logged);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "needs replaying and unknown read-only compatible "
+			"features 0x80"), "%s", tf_log());
+	t_assert(strchr(tf_log(), '\n') == tf_log() + strlen(tf_log()) - 1,
+		 "one line only: %s", tf_log());
 	bdev_close(crashed);
 	printf("ok: unknown features: incompat refused, ro_compat read-only\n");
 }

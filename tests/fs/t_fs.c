@@ -93,6 +93,36 @@ void tf_check(struct bdev *bd, bool clean)
 	fsck_clean(bd);
 }
 
+/* ---- the log --------------------------------------------------------------- */
+
+static char logged[16384];
+
+static void log_sink(enum mlog_level level, const char *line, void *arg)
+{
+	size_t used = strlen(logged);
+
+	(void)level;
+	(void)arg;
+	if (used + strlen(line) + 2 <= sizeof(logged))
+		snprintf(logged + used, sizeof(logged) - used, "%s\n", line);
+}
+
+void tf_log_capture(void)
+{
+	logged[0] = 0;
+	mlog_set_sink(log_sink, NULL);
+}
+
+void tf_log_release(void)
+{
+	mlog_set_sink(NULL, NULL);
+}
+
+const char *tf_log(void)
+{
+	return logged;
+}
+
 /* ---- file helpers -------------------------------------------------------- */
 
 uint64_t tf_ino(struct mfs_fs *fs, const char *path)

@@ -26,6 +26,12 @@ void tf_unmount_check(struct mfs_fs *fs, struct bdev *bd);
  * that fsck holds the free counts exact; no log; no orphans). */
 void tf_check(struct bdev *bd, bool clean);
 
+/* The log's lines from tf_log_capture() on, "\n"-terminated, until
+ * tf_log_release() (lines past its 16 KiB are dropped). */
+void tf_log_capture(void);
+void tf_log_release(void);
+const char *tf_log(void);
+
 /* Inode number of @path's last component under the root ("a/b/c"). */
 uint64_t tf_ino(struct mfs_fs *fs, const char *path);
 /* Write @len bytes of a pattern of @seed at @off through a new open. */
