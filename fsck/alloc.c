@@ -252,7 +252,7 @@ void fsck_dirblock_init(struct fsck_ctx *c, void *blk, uint32_t ino, uint32_t pa
 /* What is done to one directory block; true when it was done there. */
 struct edit {
 	bool (*fn)(struct fsck_ctx *c, void *blk, const struct edit *e);
-	const char *name;            /* the entry to add, */
+	const char *name;            /* the entry to add (or remove), */
 	unsigned type;
 	uint32_t child;              /* and the inode it names (add, remove) */
 	bool done;
@@ -293,7 +293,9 @@ static bool remove_in_block(struct fsck_ctx *c, void *blk, const struct edit *e)
 		bool dots = (de->name_len == 1 && de->name[0] == '.') ||
 			    (de->name_len == 2 && !memcmp(de->name, "..", 2));
 
-		if (le32toh(de->inode) == e->child && !dots) {
+		if (le32toh(de->inode) == e->child && !dots &&
+		    (!e->name || (de->name_len == strlen(e->name) &&
+				  !memcmp(de->name, e->name, de->name_len)))) {
 			if (prev < end)
 				dirent_at(blk, prev)->rec_len = htole16((uint16_t)
 					(le16toh(dirent_at(blk, prev)->rec_len) +
@@ -378,9 +380,9 @@ int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name, uint32_t ch
 	return err;
 }
 
-int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child)
+int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child, const char *name)
 {
-	struct edit e = { .fn = remove_in_block, .child = child };
+	struct edit e = { .fn = remove_in_block, .child = child, .name = name };
 	struct mfs_inode in;
 	int err = dir_edit(c, dir, &in, &e);
 

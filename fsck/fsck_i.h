@@ -98,8 +98,8 @@ struct fsck_ctx {
 	struct fsck_dblock *dblist;  /* directory blocks, by inode and lblk */
 	size_t ndb, db_cap;
 	uint32_t lost_found;         /* 0: none (yet) */
-	bool lf_taken;               /* the root names a lost+found that is no
-	                                directory */
+	uint32_t lf_taken;           /* the inode of a root entry lost+found
+	                                that is no directory; 0: none */
 	bool root_bad;
 	bool journal_rebuild;        /* a new journal is made before pass 5 */
 
@@ -240,8 +240,9 @@ void fsck_dirblock_init(struct fsck_ctx *c, void *blk, uint32_t ino,
 /* Add entry @name -> @child of @type to directory @dir; may grow it. */
 int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name,
 		 uint32_t child, unsigned type);
-/* Remove the entry of directory @dir naming @child (not "." or ".."). */
-int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child);
+/* Remove the entry of directory @dir naming @child (not "." or ".."),
+ * the one called @name unless that is NULL. */
+int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child, const char *name);
 /* Make a directory @ino (allocated) in @parent; the caller adds the entry. */
 int fsck_mkdir(struct fsck_ctx *c, uint32_t ino, uint32_t parent, uint16_t perm);
 /* Map logical block @lblk of @in to @pblk, making the indirect blocks on

@@ -300,7 +300,7 @@ static int check_entry(struct dblk *b, struct mfs_dirent *de)
 		if (d)
 			c->lost_found = child;
 		else
-			c->lf_taken = true;
+			c->lf_taken = child;
 	}
 	if (c->links_found[child - 1] < UINT16_MAX)
 		c->links_found[child - 1]++;

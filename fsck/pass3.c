@@ -28,6 +28,28 @@ static int check_root(struct fsck_ctx *c)
 	return err;
 }
 
+/*
+ * The root's entry lost+found names no directory: it goes (the inode,
+ * if nothing else names it, is then unattached, and pass 4 takes it to
+ * the new /lost+found), as e2fsck does.  1 if the answer is no.
+ */
+static int unlink_lf_file(struct fsck_ctx *c)
+{
+	uint32_t ino = c->lf_taken;
+	int err;
+
+	if (!fsck_fix(c, PR_LF_NOT_DIR, &(struct fsck_pctx){ .ino = ino }))
+		return 1;
+	err = fsck_dir_remove(c, MFS_ROOT_INO, ino, "lost+found");
+	if (err) {
+		fsck_unfixed(c);
+		return err == -EUCLEAN || err == -ENOENT ? 1 : err;
+	}
+	c->links_found[ino - 1]--;
+	c->lf_taken = 0;
+	return 0;
+}
+
 static int make_lost_found(struct fsck_ctx *c)
 {
 	uint32_t ino;
@@ -36,8 +58,9 @@ static int make_lost_found(struct fsck_ctx *c)
 	if (c->lost_found)
 		return 0;
 	if (c->lf_taken) {
-		fsck_note(c, PR_LF_NOT_DIR, NULL);
-		return 0;
+		err = unlink_lf_file(c);
+		if (err)
+			return err < 0 ? err : 0;
 	}
 	if (!fsck_fix(c, PR_NO_LF, NULL))
 		return 0;
@@ -90,7 +113,7 @@ static int reconnect_dir(struct fsck_ctx *c, struct fsck_dir *d, bool loop)
 	if (!fsck_fix(c, loop ? PR_LOOP : PR_UNCONNECTED, &p))
 		return 0;
 	if (loop && d->parent) {
-		err = fsck_dir_remove(c, d->parent, ino);
+		err = fsck_dir_remove(c, d->parent, ino, NULL);
 		if (err && err != -ENOENT)
 			return err;
 		c->links_found[ino - 1]--;

@@ -154,8 +154,8 @@ FSCK_PROBLEM(DOTDOT, 3, P_PREEN, "Fix",
 	"'..' in directory %i names inode %I, its parent is %N")
 FSCK_PROBLEM(NO_LF, 3, P_PREEN, "Make it",
 	"/lost+found is missing")
-FSCK_PROBLEM(LF_NOT_DIR, 3, P_UNFIXABLE, NULL,
-	"/lost+found is not a directory: nothing can be reconnected")
+FSCK_PROBLEM(LF_NOT_DIR, 3, P_PREEN, "Unlink it",
+	"/lost+found is inode %i, which is not a directory")
 FSCK_PROBLEM(NO_ROOM, 3, P_UNFIXABLE, NULL,
 	"cannot reconnect inode %i: %s")
 

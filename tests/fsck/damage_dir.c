@@ -147,20 +147,33 @@ static int dirent_file_type(struct md_img *d)
 	return md_put_dirblock(d, dir, pos.pblk);
 }
 
-/* Point entry @name of @path (a directory) at @ino. */
-static int set_entry_ino(struct md_img *d, const char *path, const char *name,
-			 uint32_t ino)
+/* Point entry @name of directory @dir at @ino. */
+static int set_entry_in(struct md_img *d, uint32_t dir, const char *name, uint32_t ino)
 {
 	struct md_dirent_pos pos;
-	uint32_t dir = md_ino(d, path);
 	int err = dir ? md_find_entry(d, dir, name, &pos) : -ENOENT;
 
 	if (err)
 		return err;
 	md_say("directory %" PRIu32 " (%s): entry '%s' inode %" PRIu32 " -> %" PRIu32,
-	       dir, path, name, le32toh(at(d, &pos)->inode), ino);
+	       dir, md_path(d, dir), name, le32toh(at(d, &pos)->inode), ino);
 	at(d, &pos)->inode = htole32(ino);
 	return md_put_dirblock(d, dir, pos.pblk);
+}
+
+static int set_entry_ino(struct md_img *d, const char *path, const char *name,
+			 uint32_t ino)
+{
+	return set_entry_in(d, md_ino(d, path), name, ino);
+}
+
+/* The inode /lost+found names (not in the manifest: fsck may remake it). */
+static uint32_t lost_found_ino(struct md_img *d)
+{
+	struct md_dirent_pos pos;
+
+	return md_find_entry(d, MFS_ROOT_INO, "lost+found", &pos) ? 0 :
+	       le32toh(at(d, &pos)->inode);
 }
 
 static int dir_no_dot(struct md_img *d)
@@ -284,6 +297,77 @@ static int lost_found_missing(struct md_img *d)
 	return err ? err : free_lost_found(d, ino);
 }
 
+/* /lost+found's entry goes from the root, the directory stays. */
+static int lost_found_cut(struct md_img *d, uint32_t *lf)
+{
+	int err;
+
+	*lf = lost_found_ino(d);
+	if (!*lf)
+		return -ENOENT;
+	err = md_remove_entry(d, MFS_ROOT_INO, "lost+found");
+	return err ? err : md_add_links(d, MFS_ROOT_INO, -1);
+}
+
+/* The name lost+found taken by a file that has no other, the directory
+ * gone, and a directory to reconnect. */
+static int lost_found_not_dir(struct md_img *d)
+{
+	const struct md_entry *e = md_pick_entry(d, md_is_data_file);
+	char name[256];
+	uint32_t dir = e ? parent_of(d, e->path, name, sizeof(name)) : 0;
+	int err = dir ? lost_found_missing(d) : -ENOENT;
+
+	if (!err) err = md_remove_entry(d, dir, name);
+	if (!err) err = md_add_entry(d, MFS_ROOT_INO, "lost+found", e->ino, MFS_FT_REG_FILE);
+	return err ? err : dir_unreachable(d);
+}
+
+/* lost+found itself cut off from the root. */
+static int lost_found_unreachable(struct md_img *d)
+{
+	uint32_t lf;
+
+	return lost_found_cut(d, &lf);
+}
+
+/* lost+found in a loop cut off from the root: loopa -> loopb ->
+ * lost+found -> loopa. */
+static int lost_found_loop(struct md_img *d)
+{
+	uint32_t a = md_ino(d, "/loopa"), b = md_ino(d, "/loopa/loopb"), lf;
+	int err = a && b ? lost_found_cut(d, &lf) : -ENOENT;
+
+	if (!err) err = md_remove_entry(d, MFS_ROOT_INO, "loopa");
+	if (!err) err = md_add_links(d, MFS_ROOT_INO, -1);
+	if (!err) err = md_add_entry(d, b, "lost+found", lf, MFS_FT_DIR);
+	if (!err) err = md_add_links(d, b, 1);
+	if (!err) err = set_entry_in(d, lf, "..", b);
+	if (!err) err = md_add_entry(d, lf, "loopa", a, MFS_FT_DIR);
+	if (!err) err = md_add_links(d, lf, 1);
+	return err ? err : set_entry_ino(d, "/loopa", "..", lf);
+}
+
+/* Every block of lost+found full (of links to /fifo), and a file to
+ * reconnect: fsck must grow it. */
+static int lost_found_full(struct md_img *d)
+{
+	uint32_t lf = lost_found_ino(d), fifo = md_ino(d, "/fifo");
+	char name[32];
+	int err = lf && fifo ? 0 : -ENOENT, n = 0;
+
+	while (!err) {
+		snprintf(name, sizeof(name), "fifo-link-%04d", n);
+		err = md_add_entry(d, lf, name, fifo, MFS_FT_FIFO);
+		n += !err;
+	}
+	if (err != -ENOSPC)
+		return err;
+	md_say("# /lost+found holds %d links to /fifo and has no room left", n);
+	err = md_add_links(d, fifo, n);
+	return err ? err : file_unreachable(d);
+}
+
 const struct md_kind md_kinds_dir[] = {
 	{ "dirent-rec-len", "a record of /many whose rec_len runs past its block",
 	  dirent_rec_len },
@@ -305,5 +389,13 @@ const struct md_kind md_kinds_dir[] = {
 	  dir_hardlink },
 	{ "lost-found-missing", "lost+found removed (entry, inode and blocks freed)",
 	  lost_found_missing },
+	{ "lost-found-not-dir", "lost+found names a file, and a directory is unreachable",
+	  lost_found_not_dir },
+	{ "lost-found-unreachable", "lost+found's entry removed from the root",
+	  lost_found_unreachable },
+	{ "lost-found-loop", "lost+found in a loop of directories cut off from the root",
+	  lost_found_loop },
+	{ "lost-found-full", "lost+found has no room left, and a file is unreachable",
+	  lost_found_full },
 	{ NULL, NULL, NULL },
 };

@@ -157,6 +157,22 @@ check_kind() {
 		[ "$(group_field 0 'free inodes')" = $((ifree0 + 1)) ] || fail "free inodes"
 		# The rest is consistent: only the missing directory is reported.
 		check_fails "/lost+found is missing";;
+	lost-found-not-dir)
+		local f
+		f=$(sed -n "s/.*entry 'lost+found' -> inode \([0-9]*\) added.*/\1/p" "$T_DIR/said")
+		ls_has / "$f file lost+found"
+		check_fails "/lost+found is inode $f, which is not a directory";;
+	lost-found-unreachable)
+		ls_lacks / lost+found
+		check_fails "directory 11 (its '..' says 2) is not reachable from the root";;
+	lost-found-loop)
+		ls_lacks / lost+found; ls_lacks / loopa
+		ls_has "$(ino /loopa/loopb)" "11 dir lost+found"
+		ls_has 11 "$(ino /loopa) dir loopa"
+		check_fails "directory 11 is in a loop of directories";;
+	lost-found-full)
+		dbg ls 11; expect_in "$T_OUT" "fifo-link-0000"
+		check_fails "inode $s2 (a regular file, ";;
 	journal-torn|journal-tag-outside)
 		dbg super; has recovery "needs recovery (the log is not empty, RECOVER flag set)"
 		dbg journal; has "journal start" 1;;

@@ -6,7 +6,8 @@
  * memory, so verify never changes it.  Each manifest entry not listed in
  * IMAGE.damaged must be found at its path, or, when the damage cut it
  * or a directory above it off, in /lost+found as "#INO" (the name fsck
- * gives an entry it reconnects), with its type, size and contents.
+ * gives an entry it reconnects), or below such a directory that is not a
+ * file of the image (an old lost+found), with its type, size and contents.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -53,7 +54,44 @@ static int walk(struct vfy *v, uint64_t dir, const char *path, uint64_t *ino)
 	return 0;
 }
 
-/* @path, or below an ancestor (or itself) reconnected to /lost+found. */
+/* The directories "#INO" of /lost+found (at most UT_ARRAY_SIZE(ino)). */
+struct cutoff {
+	uint64_t ino[64];
+	unsigned int n;
+};
+
+static int note_cutoff(void *ctx, const char *name, size_t len, uint64_t ino,
+		       unsigned int type, uint64_t next, const struct stat *st,
+		       uint64_t gen)
+{
+	struct cutoff *co = ctx;
+
+	(void)len, (void)next, (void)st, (void)gen;
+	if (name[0] == '#' && type == MFS_FT_DIR && co->n < UT_ARRAY_SIZE(co->ino))
+		co->ino[co->n++] = ino;
+	return 0;
+}
+
+/* @path as a whole below a reconnected directory the manifest does not
+ * know (an old lost+found that held it). */
+static int find_below_cutoff(struct vfy *v, uint64_t lf, const char *path, uint64_t *ino)
+{
+	struct cutoff co = { .n = 0 };
+	struct mfs_dir *d;
+	int err = mfs_opendir(v->fs, &md_root, lf, &d);
+
+	if (err)
+		return err;
+	err = mfs_readdir(v->fs, d, 0, false, note_cutoff, &co);
+	mfs_releasedir(v->fs, d);
+	for (unsigned int i = 0; !err && i < co.n; i++)
+		if (!walk(v, co.ino[i], path, ino))
+			return 0;
+	return -ENOENT;
+}
+
+/* @path, or below an ancestor (or itself) reconnected to /lost+found, or
+ * below a directory reconnected there that held it. */
 static int find(struct vfy *v, const char *path, uint64_t *ino)
 {
 	char anc[256];
@@ -79,7 +117,7 @@ static int find(struct vfy *v, const char *path, uint64_t *ino)
 		}
 		slash = strrchr(anc, '/');
 		if (!slash || slash == anc)
-			return -ENOENT;
+			return find_below_cutoff(v, lf, path, ino);
 		*slash = 0;
 	}
 }

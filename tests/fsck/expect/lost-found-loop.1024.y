@@ -1,0 +1,12 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+Pass 3: Checking directory connectivity
+/lost+found is missing.  Make it? yes
+directory 11 is in a loop of directories.  Connect to /lost+found? yes
+'..' in directory 11 names inode 2168, its parent is 21.  Fix? yes
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 154/4072 files (2.5% non-contiguous), 2483/16280 blocks
