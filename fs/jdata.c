@@ -414,8 +414,19 @@ void mfs_jdata_stop(struct mfs_fs *fs)
 	pthread_mutex_unlock(&jd->lock);
 	if (jd->started)
 		pthread_join(jd->thread, NULL);
+	jd->started = false;
 	mfs_jdata_flush_all(fs);
-	/* Eviction at unmount journals whatever is queued from now on. */
+	/* Eviction at unmount journals whatever is queued from now on.  The
+	 * queue itself stays: the flusher and a commit's writeback may still
+	 * add to it (queue_node, kick) until the page cache stops. */
+}
+
+void mfs_jdata_free(struct mfs_fs *fs)
+{
+	struct mfs_jdata *jd = fs->jd;
+
+	if (!jd)
+		return;
 	fs->jd = NULL;
 	free(jd->queue);
 	pthread_cond_destroy(&jd->cond);

@@ -327,6 +327,9 @@ void mfs_now(struct timespec *ts);
 int mfs_jdata_start(struct mfs_fs *fs);
 /* Journal what is pending, then stop the thread (unmount). */
 void mfs_jdata_stop(struct mfs_fs *fs);
+/* The queue goes, once the page cache's threads (which may still queue
+ * a file as they write back) are gone. */
+void mfs_jdata_free(struct mfs_fs *fs);
 /* Should the data of @n (its mode and flags as they are) be journalled? */
 bool mfs_jdata_wanted(const struct mfs_node *n);
 /* Set up @n's mapping for its data mode (new node; or a switch, rwsem

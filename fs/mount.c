@@ -583,6 +583,7 @@ static void fs_free(struct mfs_fs *fs)
 		pc_mapping_destroy(fs->meta);
 	if (fs->cache)
 		pc_cache_destroy(fs->cache);
+	mfs_jdata_free(fs);
 	free(fs->gdt);
 	free(fs->groups);
 	free(fs->jmap);
