@@ -174,8 +174,8 @@ static void reseal(struct bdev *bd, uint64_t ino)
 
 /* Files a (unlinked, 3000 bytes), b (linked, 5000 bytes, cut short
  * by a truncation to 1000) and c (unlinked) on the list: head a, then b,
- * then c, whose next is @after_c. */
-static struct bdev *damaged_list(uint64_t *ino, uint32_t after_c)
+ * then c, the last. */
+static struct bdev *orphan_list(uint64_t *ino)
 {
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
 	struct mfs_fs *fs = tf_mount(bd);
@@ -188,7 +188,7 @@ static struct bdev *damaged_list(uint64_t *ino, uint32_t after_c)
 	set_orphan_head(bd, (uint32_t)ino[0]);
 	for (int i = 0; i < 3; i++) {
 		in = disk_inode(bd, ino[i]);
-		in->i_next_orphan = htole32(i < 2 ? (uint32_t)ino[i + 1] : after_c);
+		in->i_next_orphan = htole32(i < 2 ? (uint32_t)ino[i + 1] : 0);
 		if (i == 1)
 			in->i_size = htole64(1000);
 		else
@@ -196,6 +196,13 @@ static struct bdev *damaged_list(uint64_t *ino, uint32_t after_c)
 		reseal(bd, ino[i]);
 	}
 	return bd;
+}
+
+/* Damage: c's next is @next. */
+static void set_next(struct bdev *bd, uint64_t c, uint32_t next)
+{
+	disk_inode(bd, c)->i_next_orphan = htole32(next);
+	reseal(bd, c);
 }
 
 /* The mount ends the list before @bad, frees a and c, finishes b. */
@@ -226,11 +233,9 @@ static void mount_damaged_list(struct bdev *bd, const uint64_t *ino, uint64_t ba
 static void test_loop(void)
 {
 	uint64_t ino[3];
-	struct bdev *bd = damaged_list(ino, 0);
-	struct mfs_inode *in = disk_inode(bd, ino[2]);
+	struct bdev *bd = orphan_list(ino);
 
-	in->i_next_orphan = htole32((uint32_t)ino[0]);
-	reseal(bd, ino[2]);
+	set_next(bd, ino[2], (uint32_t)ino[0]);
 	mount_damaged_list(bd, ino, ino[0], "a loop back to");
 	printf("ok: a loop in the orphan list ends at the mount\n");
 }
@@ -239,15 +244,14 @@ static void test_loop(void)
 static void test_out_of_range(void)
 {
 	uint64_t ino[3];
-	struct bdev *bd = damaged_list(ino, 0);
+	struct bdev *bd = orphan_list(ino);
 	uint32_t n;
 	struct mfs_raw raw;
 
 	t_ok(mfs_raw_open(bd, &raw));
 	n = le32toh(raw.sb.s_inodes_count) + 5;
 	mfs_raw_close(&raw);
-	bdev_close(bd);
-	bd = damaged_list(ino, n);
+	set_next(bd, ino[2], n);
 	mount_damaged_list(bd, ino, n, "cannot read");
 	printf("ok: an inode out of range ends the orphan list at the mount\n");
 }

@@ -72,8 +72,8 @@ static int note_cutoff(void *ctx, const char *name, size_t len, uint64_t ino,
 	return 0;
 }
 
-/* @path as a whole below a reconnected directory the manifest does not
- * know (an old lost+found that held it). */
+/* @path as a whole below any directory reconnected to /lost+found (one
+ * the manifest does not know: an old lost+found that held it). */
 static int find_below_cutoff(struct vfy *v, uint64_t lf, const char *path, uint64_t *ino)
 {
 	struct cutoff co = { .n = 0 };
