@@ -305,6 +305,19 @@ int bdev_wrap(struct bdev *lower, const struct bdev_wrap_opts *o, struct bdev **
  * (and the writes it would have made durable stay pending below). */
 int bdev_wrap_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops);
 
+/*
+ * Fail the @nth request (from 1) of the kinds in @ops submitted after this
+ * call, and the @count - 1 of those kinds after it (UINT64_MAX: every
+ * later one), with -EIO, as the kernel's fail_make_request does; a flush
+ * by bdev_flush() counts as one.  @nth 0 clears it.  Independent of the
+ * ranges of bdev_wrap_fail(); a failed write changes nothing.
+ */
+int bdev_wrap_fail_nth(struct bdev *bd, unsigned int ops, uint64_t nth, uint64_t count);
+/* Requests of the kinds in @ops submitted since the wrapper was made. */
+uint64_t bdev_wrap_count(struct bdev *bd, unsigned int ops);
+/* Requests failed by either kind of fault since the wrapper was made. */
+uint64_t bdev_wrap_failed(struct bdev *bd);
+
 /* One entry of a write log. */
 struct bdev_wrap_log_entry {
 	uint64_t seq;          /* position in the log, from 0 */

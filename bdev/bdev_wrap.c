@@ -46,6 +46,13 @@ struct wrap_fault {
 	unsigned int ops;
 };
 
+/* bdev_wrap_fail_nth(): requests of @ops numbered from 1 after the call;
+ * those numbered [from, from + count) fail. */
+struct wrap_nth {
+	unsigned int ops;
+	uint64_t seen, from, count;
+};
+
 /* A flush in flight below, and which writes it covers. */
 struct wrap_flush {
 	struct ut_list link;
@@ -78,6 +85,9 @@ struct wrap_bdev {
 	pthread_mutex_t lock;       /* every field below */
 	struct wrap_fault *faults;
 	size_t nfaults, faults_cap;
+	struct wrap_nth nth;
+	uint64_t counts[3];         /* submitted: reads, writes, flushes */
+	uint64_t failed;            /* requests failed by a fault */
 	uint64_t nsub, ncmp;        /* requests submitted, writes completed */
 	struct ut_list flushes;     /* struct wrap_flush in flight */
 	struct ut_list held;        /* struct wrap_rec not yet in the log */
@@ -111,13 +121,37 @@ static bool wrap_faulty(const struct wrap_bdev *w, uint64_t off, uint64_t len,
 	return false;
 }
 
-/* Whether @req fails by a fault (w->lock held). */
-static bool wrap_req_faulty(const struct wrap_bdev *w, const struct bdev_req *req)
+static unsigned int wrap_op_bit(enum bdev_op op)
 {
+	return op == BDEV_OP_READ ? BDEV_WRAP_FAIL_READ :
+	       op == BDEV_OP_WRITE ? BDEV_WRAP_FAIL_WRITE : BDEV_WRAP_FAIL_FLUSH;
+}
+
+/* Count one request of kind @bit and say whether the counting fault takes
+ * it (w->lock held). */
+static bool wrap_count_nth(struct wrap_bdev *w, unsigned int bit)
+{
+	struct wrap_nth *n = &w->nth;
+
+	w->counts[__builtin_ctz(bit)]++;
+	if (!(n->ops & bit))
+		return false;
+	n->seen++;
+	return n->seen >= n->from && n->seen - n->from < n->count;
+}
+
+/* Whether @req fails by a fault, counting it (w->lock held). */
+static bool wrap_req_faulty(struct wrap_bdev *w, const struct bdev_req *req)
+{
+	unsigned int bit = wrap_op_bit(req->op);
+	bool bad = wrap_count_nth(w, bit);
+
 	if (req->op == BDEV_OP_FLUSH)
-		return wrap_faulty(w, 0, UINT64_MAX, BDEV_WRAP_FAIL_FLUSH);
-	return wrap_faulty(w, req->off, bdev_req_len(req), req->op == BDEV_OP_READ ?
-			   BDEV_WRAP_FAIL_READ : BDEV_WRAP_FAIL_WRITE);
+		bad = bad || wrap_faulty(w, 0, UINT64_MAX, bit);
+	else
+		bad = bad || wrap_faulty(w, req->off, bdev_req_len(req), bit);
+	w->failed += bad;
+	return bad;
 }
 
 /* Room for one more fault (w->lock held). */
@@ -149,6 +183,40 @@ int bdev_wrap_fail(struct bdev *bd, uint64_t off, uint64_t len, unsigned int ops
 			UT_MIN(len, UINT64_MAX - off), ops };
 	pthread_mutex_unlock(&w->lock);
 	return err;
+}
+
+int bdev_wrap_fail_nth(struct bdev *bd, unsigned int ops, uint64_t nth, uint64_t count)
+{
+	struct wrap_bdev *w = to_wrap(bd);
+
+	pthread_mutex_lock(&w->lock);
+	w->nth = (struct wrap_nth){ .ops = nth ? ops : 0, .from = nth, .count = count };
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+uint64_t bdev_wrap_failed(struct bdev *bd)
+{
+	struct wrap_bdev *w = to_wrap(bd);
+	uint64_t n;
+
+	pthread_mutex_lock(&w->lock);
+	n = w->failed;
+	pthread_mutex_unlock(&w->lock);
+	return n;
+}
+
+uint64_t bdev_wrap_count(struct bdev *bd, unsigned int ops)
+{
+	struct wrap_bdev *w = to_wrap(bd);
+	uint64_t sum = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (unsigned int i = 0; i < 3; i++)
+		if (ops & (1u << i))
+			sum += w->counts[i];
+	pthread_mutex_unlock(&w->lock);
+	return sum;
 }
 
 /* ---- the log ------------------------------------------------------------ */
@@ -470,7 +538,9 @@ static int wrap_flush(struct bdev *bd)
 	bool faulty;
 
 	pthread_mutex_lock(&w->lock);
-	faulty = wrap_faulty(w, 0, UINT64_MAX, BDEV_WRAP_FAIL_FLUSH);
+	faulty = wrap_count_nth(w, BDEV_WRAP_FAIL_FLUSH) ||
+		 wrap_faulty(w, 0, UINT64_MAX, BDEV_WRAP_FAIL_FLUSH);
+	w->failed += faulty;
 	if (!faulty)
 		wrap_flush_start(w, &fl, false, w->ncmp);
 	pthread_mutex_unlock(&w->lock);

@@ -349,8 +349,14 @@ void mfs_node_opened(struct mfs_node *n, int delta)
 
 /* ---- eviction ------------------------------------------------------------ */
 
-/* Free an unlinked inode: its blocks (in as many handles as that takes),
- * then the inode itself and its place on the orphan list. */
+/*
+ * Free an unlinked inode: its blocks (in as many handles as that takes),
+ * then the inode itself and its place on the orphan list.  The steps that
+ * may fail and leave nothing changed come first (the bitmap read, the
+ * xattr block's free, taking the node off the list): one of them failing
+ * leaves the inode on the orphan list for a retry.  A failure past them
+ * leaves it off the list, still marked in use (evict() says so).
+ */
 static int free_unlinked(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
@@ -359,7 +365,9 @@ static int free_unlinked(struct mfs_node *n)
 	struct timespec now;
 	int err = mfs_bmap_truncate(n, 0);
 
-	if (err)
+	if (!err)
+		err = mfs_ino_in_use(fs, n->ino);    /* reads the bitmap in */
+	if (err < 0)
 		return err;
 	pthread_mutex_lock(&fs->orphan_lock);
 	err = mfs_jstart(fs, MFS_ORPHAN_CREDITS + 6, &h);
@@ -367,21 +375,40 @@ static int free_unlinked(struct mfs_node *n)
 		pthread_mutex_unlock(&fs->orphan_lock);
 		return err;
 	}
-	err = mfs_orphan_del(n, &h);
+	err = mfs_xattr_drop_block(n, &h);
 	if (!err)
-		err = mfs_xattr_drop_block(n, &h);
-	mfs_now(&now);
-	pthread_mutex_lock(&n->lock);
-	n->raw.i_dtime = htole64(now.tv_sec);
-	n->raw.i_size = 0;
-	pthread_mutex_unlock(&n->lock);
-	if (!err)
+		err = mfs_orphan_del(n, &h);
+	if (!err) {
+		mfs_now(&now);
+		pthread_mutex_lock(&n->lock);
+		n->raw.i_dtime = htole64(now.tv_sec);
+		n->raw.i_size = 0;
+		pthread_mutex_unlock(&n->lock);
 		err = mfs_inode_write(n, &h, true);
-	if (!err)
-		err = mfs_free_inode(fs, &h, n->ino, is_dir);
+		if (!err)
+			err = mfs_free_inode(fs, &h, n->ino, is_dir);
+	}
 	err = mfs_jstop(fs, &h, err);
 	pthread_mutex_unlock(&fs->orphan_lock);
 	return err;
+}
+
+/* An inode on the orphan list is freed by a retry, the unmount or the
+ * next mount; one off it (a create that failed, or a free that failed
+ * late) only by fsck, and the superblock must say so. */
+static void free_failed(struct mfs_node *n, int err)
+{
+	bool orphan;
+
+	pthread_mutex_lock(&n->fs->orphan_lock);
+	orphan = n->orphan;
+	pthread_mutex_unlock(&n->fs->orphan_lock);
+	if (orphan)
+		mlog_err("inode %" PRIu32 ": cannot free it (%s); it stays on the "
+			 "orphan list", n->ino, strerror(-err));
+	else
+		mfs_error(n->fs, "inode %" PRIu32 ": cannot free it (%s); it stays "
+			  "allocated until fsck frees it", n->ino, strerror(-err));
 }
 
 static void evict(struct mfs_node *n)
@@ -394,8 +421,7 @@ static void evict(struct mfs_node *n)
 			pc_truncate(n->map, 0);
 		err = free_unlinked(n);
 		if (err)
-			mlog_err("inode %" PRIu32 ": cannot free it (%s); it stays on "
-				 "the orphan list", n->ino, strerror(-err));
+			free_failed(n, err);
 	} else if (n->map) {
 		err = mfs_jdata_flush(n);
 		if (!err)
@@ -710,6 +736,27 @@ int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h)
 	return mfs_sb_journal(fs, h);
 }
 
+/* Point the list's link before @n (the superblock's head, or @prev's
+ * i_next_orphan) at @next, in memory and in the journal. */
+static int orphan_link_to(struct mfs_fs *fs, struct mfs_node *prev, struct jnl_handle *h,
+			  uint32_t next)
+{
+	if (!prev) {
+		fs->orphan_head = next;
+		return mfs_sb_journal(fs, h);
+	}
+	pthread_mutex_lock(&prev->lock);
+	prev->raw.i_next_orphan = htole32(next);
+	pthread_mutex_unlock(&prev->lock);
+	return mfs_inode_write(prev, h, true);
+}
+
+/*
+ * A failure to write the link before @n (its block cannot be read) is
+ * undone in memory: @n stays on the list, on the disk and here, for a
+ * retry.  Once that link is written, the list is whole without @n and
+ * @n's own stale i_next_orphan is harmless (cleared when it is written).
+ */
 int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
 {
 	struct mfs_fs *fs = n->fs;
@@ -719,23 +766,25 @@ int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
 
 	if (!n->orphan)
 		return 0;
-	n->orphan = false;
 	prev = n->orphan_link.prev == &fs->orphans ? NULL :
 	       ut_list_entry(n->orphan_link.prev, struct mfs_node, orphan_link);
+	err = orphan_link_to(fs, prev, h, next);
+	if (err) {
+		if (!prev) {
+			fs->orphan_head = n->ino;
+		} else {
+			pthread_mutex_lock(&prev->lock);
+			prev->raw.i_next_orphan = htole32(n->ino);
+			pthread_mutex_unlock(&prev->lock);
+		}
+		return err;
+	}
+	n->orphan = false;
 	ut_list_del(&n->orphan_link);
 	pthread_mutex_lock(&n->lock);
 	n->raw.i_next_orphan = 0;
 	pthread_mutex_unlock(&n->lock);
-	if (!prev) {
-		fs->orphan_head = next;
-		err = mfs_sb_journal(fs, h);
-	} else {
-		pthread_mutex_lock(&prev->lock);
-		prev->raw.i_next_orphan = htole32(next);
-		pthread_mutex_unlock(&prev->lock);
-		err = mfs_inode_write(prev, h, true);
-	}
-	return err ? err : mfs_inode_write(n, h, true);
+	return mfs_inode_write(n, h, true);
 }
 
 int mfs_orphan_remove(struct mfs_node *n)

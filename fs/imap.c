@@ -387,12 +387,21 @@ struct trunc {
 	uint64_t span[4];
 };
 
+/*
+ * The slots of the run's blocks are cleared already: if their bits cannot
+ * be cleared too (the bitmap cannot be read), they stay allocated to no
+ * file, which only fsck can see -- so the superblock says so.
+ */
 static int run_flush(struct trunc *t)
 {
 	int err = 0;
 
 	if (t->run_len)
 		err = mfs_free_blocks(t->n->fs, t->h, t->run, (uint32_t)t->run_len, t->meta);
+	if (err)
+		mfs_error(t->n->fs, "inode %" PRIu32 ": cannot free blocks %" PRIu64 "+%" PRIu64
+			  " (%s): they stay allocated until fsck frees them", t->n->ino,
+			  t->run, t->run_len, strerror(-err));
 	t->freed += t->run_len;
 	t->run_len = 0;
 	return err;
@@ -461,7 +470,7 @@ static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
 	uint64_t span = t->span[depth - 1];
 	uint32_t i = base >= t->from ? 0 : (uint32_t)((t->from - base) / span);
 	struct pc_page *pg;
-	int err = ind_read(t->n, blk, &pg);
+	int e, err = ind_read(t->n, blk, &pg);
 
 	if (err)
 		return err;
@@ -487,11 +496,13 @@ static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
 		ind_ptrs(pg)[i] = slot;
 		pc_unlock_page(pg);
 	}
+	/* What changed goes to the journal even when a child failed: the
+	 * block in memory and on the disk must say the same. */
 	pc_lock_page(pg);
 	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, t->n->ino, pg->data);
 	pc_unlock_page(pg);
-	if (!err)
-		err = jnl_dirty(t->h, blk);
+	e = jnl_dirty(t->h, blk);
+	err = err ? err : e;
 	pc_put_page(pg);
 	/* An indirect block goes only when its whole span is freed: one a
 	 * punched hole covers in part stays, even if left empty. */
@@ -538,7 +549,7 @@ static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *mor
 	struct trunc t = { .n = n, .h = &h, .from = from, .end = end,
 			   .credits = (int)credits - 1,
 			   .meta = !S_ISREG(node_mode(n)) || atomic_load(&n->jdata) };
-	int err = mfs_jstart(fs, credits, &h);
+	int e, err = mfs_jstart(fs, credits, &h);
 
 	if (err)
 		return err;
@@ -554,10 +565,9 @@ static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *mor
 	n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) -
 				  UT_MIN(le64toh(n->raw.i_blocks), t.freed * (fs->bs / 512)));
 	pthread_mutex_unlock(&n->lock);
-	if (!err)
-		err = mfs_inode_write(n, &h, true);
+	e = mfs_inode_write(n, &h, true);      /* slots cleared before a failure too */
 	*more = t.more;
-	return mfs_jstop(fs, &h, err);
+	return mfs_jstop(fs, &h, err ? err : e);
 }
 
 int mfs_bmap_free_range(struct mfs_node *n, uint64_t from, uint64_t end)

@@ -187,6 +187,8 @@ static int parent_update(struct mfs_node *dir, struct jnl_handle *h, int dlinks)
 	return mfs_inode_write(dir, h, true);
 }
 
+/* Make the inode in one handle; *@out is the node once it exists.  The
+ * inode reserved by the caller is used, or given back here. */
 static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		     const char *name, size_t len, const struct newinode *ni,
 		     const struct mfs_acl_inherit *inh, struct mfs_node **out)
@@ -195,16 +197,26 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 	struct mfs_inode raw;
 	struct jnl_handle h;
 	uint32_t ino;
-	bool is_dir = S_ISDIR(ni->mode), named = false;
+	bool is_dir = S_ISDIR(ni->mode), named = false, written;
 	int err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 12 +
 			     (inh->dflt ? 2 * MFS_XATTR_CREDITS : 0), &h);
 
-	if (err)
+	if (err) {
+		mfs_unreserve_inode(fs);
 		return err;
+	}
 	err = mfs_alloc_inode(fs, &h, dir->ino, is_dir, &ino);
 	if (!err) {
 		new_raw(fs, dir, cr, ni, inh, &raw);
 		err = mfs_inew(fs, ino, &raw, out);
+		/* No node (no memory): nothing refers to the inode, its bit
+		 * goes back in this handle, and with it the reservation.  One
+		 * in use already (a damaged bitmap, -EUCLEAN) keeps its bit:
+		 * its owner is live. */
+		if (err && (err == -EUCLEAN || mfs_free_inode(fs, &h, ino, is_dir)))
+			mfs_unreserve_inode(fs);
+	} else {
+		mfs_unreserve_inode(fs);
 	}
 	if (!err)
 		err = fill_new(*out, dir, &h, ni);
@@ -212,19 +224,23 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		err = mfs_acl_inherit_apply(*out, &h, inh);
 	if (!err)
 		err = mfs_inode_write(*out, &h, true);
+	written = !err;
 	if (!err)
 		err = mfs_dir_add(dir, &h, name, len, ino, mfs_mode_to_ft((uint16_t)ni->mode));
 	named = !err;
 	if (!err)
 		err = parent_update(dir, &h, is_dir ? 1 : 0);
 	/* A handle cannot be undone: the inode's bit is set and may outlive
-	 * this failure, with its slot on disk still the previous owner's
-	 * (no links).  With no entry naming it, it has no link either, so
-	 * the caller's iput frees it, and the blocks fill_new gave it. */
+	 * this failure, with its slot on disk the previous owner's (no
+	 * links) or, once written, the new inode's with no links either: no
+	 * entry names it.  The caller's iput frees it, and the blocks
+	 * fill_new gave it; if that fails, evict() marks the superblock. */
 	if (err && *out && !named) {
 		pthread_mutex_lock(&(*out)->lock);
 		(*out)->raw.i_links_count = 0;
 		pthread_mutex_unlock(&(*out)->lock);
+		if (written)
+			mfs_inode_write(*out, &h, true);
 	}
 	return mfs_jstop(fs, &h, err);
 }
@@ -285,8 +301,6 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 	*out = NULL;
 	err = create_in(dir, cr, name, len, ni, &inh, out);
 	mfs_acl_inherit_free(&inh);
-	if (!*out)
-		mfs_unreserve_inode(fs);
 	mfs_reserve_end(fs, blocks, since);
 	if (err && *out) {
 		mfs_iput(*out);

@@ -243,6 +243,40 @@ static void check_faults(enum kind k)
 	bdev_free_buf(got);
 }
 
+/* The counting fault takes the n-th request of its kinds after the call
+ * and the count - 1 after it, whatever they touch, and nothing else. */
+static void check_fail_nth(enum kind k)
+{
+	unsigned char *buf = t_alloc(4 * BS), *got = t_alloc(4 * BS);
+	struct bdev *bd = wrapped(k, 11), *low = bd->ops->lower(bd);
+	uint64_t w0 = bdev_wrap_count(bd, BDEV_WRAP_FAIL_WRITE);
+
+	t_fill(buf, 4 * BS, 7);
+	t_ok(bdev_wrap_fail_nth(bd, BDEV_WRAP_FAIL_WRITE | BDEV_WRAP_FAIL_FLUSH, 2, 2));
+	t_ok(bdev_read(bd, 0, got, BS));                 /* not counted */
+	t_ok(bdev_write(bd, 0, buf, BS));                /* 1 */
+	t_eq(bdev_write(bd, BS, buf + BS, BS), -EIO);    /* 2 */
+	t_eq(bdev_flush(bd), -EIO);                      /* 3 */
+	t_ok(bdev_write(bd, 2 * BS, buf + 2 * BS, BS));  /* 4 */
+	t_ok(bdev_flush(bd));
+	t_ok(bdev_read(low, 0, got, 3 * BS));
+	t_assert(!memcmp(got, buf, BS) && !memcmp(got + 2 * BS, buf + 2 * BS, BS),
+		 "%s: a write the fault did not take was lost", kind_name[k]);
+	t_assert(memcmp(got + BS, buf + BS, BS), "%s: the failed write was done",
+		 kind_name[k]);
+	t_eq(bdev_wrap_count(bd, BDEV_WRAP_FAIL_WRITE) - w0, 3);
+	t_eq(bdev_wrap_failed(bd), 2);
+	t_ok(bdev_wrap_fail_nth(bd, BDEV_WRAP_FAIL_READ, 1, UINT64_MAX));
+	t_eq(bdev_read(bd, 0, got, BS), -EIO);
+	t_eq(bdev_read(bd, 0, got, BS), -EIO);
+	t_ok(bdev_write(bd, 0, buf, BS));
+	t_ok(bdev_wrap_fail_nth(bd, 0, 0, 0));
+	t_ok(bdev_read(bd, 0, got, BS));
+	bdev_close(bd);
+	bdev_free_buf(buf);
+	bdev_free_buf(got);
+}
+
 static void expect_image(struct bdev *bd, size_t prefix, enum bdev_cut mode,
 			 const unsigned char *want, const char *what)
 {
@@ -431,6 +465,7 @@ static void check_kind(enum kind k, uint64_t seeds)
 {
 	check_order(k);
 	check_faults(k);
+	check_fail_nth(k);
 	check_crash_images(k);
 	for (uint64_t seed = 1; seed <= seeds; seed++) {
 		check_batch_flush(k, seed);
