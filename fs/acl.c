@@ -11,6 +11,7 @@
 #include "mfs_i.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,33 +386,48 @@ static int check_cached(struct mfs_node *n, const struct mfs_acl *acl,
 	return mfs_acl_permission(acl, cr, le32toh(n->raw.i_gid), mask);
 }
 
+/*
+ * The caller may hold no lock of @n, so a change of its xattrs may run
+ * alongside: a read from the disk counts only if no change was under way
+ * when it began and none began or ended before it was done (xattr_seq);
+ * else it is read again.  Changes are short and hold the rwsem, so this
+ * ends as soon as one is not running.
+ */
 int mfs_acl_check(struct mfs_node *n, const struct mfs_cred *cr, int mask)
 {
 	struct mfs_acl *mine;
 	uint32_t seq;
 	int err;
 
-	pthread_mutex_lock(&n->lock);
-	if (n->acl_cached) {
-		err = check_cached(n, n->acl, cr, mask);
+	for (;;) {
+		pthread_mutex_lock(&n->lock);
+		if (n->acl_cached) {
+			err = check_cached(n, n->acl, cr, mask);
+			pthread_mutex_unlock(&n->lock);
+			return err;
+		}
+		seq = n->xattr_seq;
+		err = n->xattr_changing ? -EAGAIN : 0;
 		pthread_mutex_unlock(&n->lock);
-		return err;
+		if (err) {
+			sched_yield();
+			continue;
+		}
+		err = acl_read(n, &acl_access_name, &mine);
+		if (err)
+			return err;
+		pthread_mutex_lock(&n->lock);
+		if (n->xattr_seq == seq)
+			break;
+		pthread_mutex_unlock(&n->lock);
+		free(mine);
 	}
-	seq = n->xattr_seq;
-	pthread_mutex_unlock(&n->lock);
-	err = acl_read(n, &acl_access_name, &mine);
-	if (err)
-		return err;
-	/* Kept only if no change came between the read and now. */
-	pthread_mutex_lock(&n->lock);
-	if (!n->acl_cached && n->xattr_seq == seq) {
+	if (!n->acl_cached) {
 		n->acl = mine;
 		n->acl_cached = true;
 		mine = NULL;
-		err = check_cached(n, n->acl, cr, mask);
-	} else {
-		err = check_cached(n, mine, cr, mask);
 	}
+	err = check_cached(n, n->acl, cr, mask);
 	pthread_mutex_unlock(&n->lock);
 	free(mine);
 	return err;

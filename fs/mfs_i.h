@@ -185,10 +185,14 @@ struct mfs_node {
 	pthread_mutex_t dh_lock;         /* dh: its build, use and changes */
 	uint64_t dh_failed;              /* dh_clock when a build failed */
 	/* The access ACL as last read (acl.c), under lock: valid while
-	 * acl_cached; NULL then means none.  Every change of the xattrs
-	 * bumps xattr_seq, so a read that raced with one is not kept. */
+	 * acl_cached; NULL then means none.  A change of the xattrs bumps
+	 * xattr_seq when it begins (xattr_changing set) and when it ends,
+	 * so that a read from the disk that overlapped one is read again:
+	 * the change writes the block before the inode, and a read between
+	 * could find an entry that is moving in neither place. */
 	struct mfs_acl *acl;
 	bool acl_cached;
+	bool xattr_changing;
 	uint32_t xattr_seq;
 };
 

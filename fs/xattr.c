@@ -318,24 +318,33 @@ static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state
 	return err;
 }
 
+/* The block first, then the inode: readers that do not hold the rwsem
+ * (mfs_acl_check) see xattr_changing between the two and read again. */
 static int store(struct mfs_node *n, struct jnl_handle *h, struct xa_state *st,
 		 bool block_changed)
 {
 	uint64_t old = st->blkno;
 	int64_t delta;
-	int err = block_changed ? store_block(n, h, st) : 0;
+	int err;
 
-	if (err)
-		return err;
+	pthread_mutex_lock(&n->lock);
+	mfs_acl_forget_locked(n);
+	n->xattr_changing = true;
+	pthread_mutex_unlock(&n->lock);
+	err = block_changed ? store_block(n, h, st) : 0;
 	delta = (st->blkno != 0) - (old != 0);
 	pthread_mutex_lock(&n->lock);
-	memcpy(n->raw.i_xattr, st->in, sizeof(st->in));
-	n->raw.i_xattr_block = htole32((uint32_t)st->blkno);
-	n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) + delta * (n->fs->bs / 512));
-	mfs_node_touch(n, false, true);
+	if (!err) {
+		memcpy(n->raw.i_xattr, st->in, sizeof(st->in));
+		n->raw.i_xattr_block = htole32((uint32_t)st->blkno);
+		n->raw.i_blocks = htole64(le64toh(n->raw.i_blocks) +
+					  delta * (n->fs->bs / 512));
+		mfs_node_touch(n, false, true);
+	}
+	n->xattr_changing = false;
 	mfs_acl_forget_locked(n);
 	pthread_mutex_unlock(&n->lock);
-	return mfs_inode_write(n, h, true);
+	return err ? err : mfs_inode_write(n, h, true);
 }
 
 int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,

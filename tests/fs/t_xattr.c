@@ -4,7 +4,8 @@
  * block), the limits and errors of the system calls, what survives a
  * remount, the block freed with its last entry and with its inode, a
  * damaged block refused with EUCLEAN, ACL access decisions against a
- * table written by hand, inheritance of default ACLs and chmod.
+ * table written by hand, inheritance of default ACLs and chmod, checks
+ * while the ACL changes and while it moves between inode and block.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -722,6 +723,50 @@ static void racing(struct mfs_fs *fs, struct bdev *bd)
 	       no, bs);
 }
 
+/* Two ACLs that refuse c_group write while its group bits (the mask)
+ * would allow it: the small one fits in the inode beside user.x, the
+ * large one does not. */
+#define ACL_S "u::rw-,u:1003:r--,g::rwx,m::rwx,o::r--"
+#define ACL_L "u::rw-,u:1003:r--,u:2001:r--,u:2002:r--,u:2003:r--,u:2004:r--," \
+	      "u:2005:r--,g::rwx,m::rwx,o::r--"
+
+static void *move_acl(void *arg)
+{
+	struct race *r = arg;
+
+	for (int i = 0; i < 2000; i++) {
+		t_ok(set_acl(r->fs, &c_owner, r->f, "system.posix_acl_access", ACL_L));
+		t_ok(set_acl(r->fs, &c_owner, r->f, "system.posix_acl_access", ACL_S));
+	}
+	atomic_store(&r->stop, true);
+	return NULL;
+}
+
+/* An ACL moving between the inode and the block (which keeps another
+ * entry) is seen in one place or the other by a check that reads it
+ * from the disk, never in neither: that would grant by the group bits. */
+static void moving(struct mfs_fs *fs, struct bdev *bd)
+{
+	struct race r = { fs, mkfile(fs, &c_owner, MFS_ROOT_INO, "f", 0664), false };
+	char *big = filled(200, 'y');
+	unsigned long checks = 0;
+	pthread_t t;
+
+	set(fs, r.f, "user.x", "twenty bytes of text");
+	set(fs, r.f, "user.y", big);
+	t_ok(set_acl(fs, &c_owner, r.f, "system.posix_acl_access", ACL_S));
+	t_eq(pthread_create(&t, NULL, move_acl, &r), 0);
+	while (!atomic_load(&r.stop)) {
+		t_eq(mfs_access(fs, &c_group, r.f, W_OK), -EACCES);
+		checks++;
+	}
+	t_eq(pthread_join(t, NULL), 0);
+	tf_unmount_check(fs, bd);
+	free(big);
+	printf("ok: %lu checks while the ACL moves between inode and block (%u)\n",
+	       checks, bs);
+}
+
 /* One image of @bytes for @fn: everybody's files go in the root. */
 static void one(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
@@ -756,6 +801,7 @@ static void test_inherit(void) { each(inherit, 16u << 20); }
 static void test_flags(void) { each(flags, 16u << 20); }
 static void test_racing(void) { each(racing, 16u << 20); }
 static void test_full(void) { each(full, 8u << 20); }
+static void test_moving(void) { each(moving, 16u << 20); }
 
 T_MAIN(T_CASE(test_placement),
        T_CASE(test_calls),
@@ -767,4 +813,5 @@ T_MAIN(T_CASE(test_placement),
        T_CASE(test_inherit),
        T_CASE(test_flags),
        T_CASE(test_racing),
-       T_CASE(test_full))
+       T_CASE(test_full),
+       T_CASE(test_moving))
