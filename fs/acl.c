@@ -11,8 +11,8 @@
 #include "mfs_i.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
