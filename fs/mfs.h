@@ -186,6 +186,12 @@ struct mfs_region_spec {
 	uint64_t bytes;
 };
 
+/* What mfs_mkfs_opts.reserve is asked to back on the host. */
+enum mfs_reserve {
+	MFS_RESERVE_JOURNAL,         /* a run of the journal's blocks */
+	MFS_RESERVE_REGIONS,         /* the reserved regions */
+};
+
 struct mfs_mkfs_opts {
 	uint32_t block_size;         /* 1024, 2048 or 4096; 0: 4096 */
 	uint32_t inodes;             /* 0: from bytes_per_inode */
@@ -201,6 +207,17 @@ struct mfs_mkfs_opts {
 	uint64_t csum_seed;          /* 0: random */
 	uint32_t default_mount_opts; /* s_default_mount_opts (MFS_DEFM_*) */
 	uint16_t errors;             /* s_errors; 0: MFS_ERRORS_CONTINUE */
+	/*
+	 * Unless NULL, called before the superblock is written with each run
+	 * of bytes [off, off + len) of the device that the journal's blocks
+	 * occupy (none of it written yet) and with the region area (which
+	 * reads zero), so that the caller can back them on the host
+	 * (mkfs.miscfs allocates them in an image file): writes there then
+	 * never meet a full host.  An error fails mkfs, leaving no
+	 * filesystem; the hook logs why, mkfs nothing more.
+	 */
+	int (*reserve)(void *arg, enum mfs_reserve what, uint64_t off, uint64_t len);
+	void *reserve_arg;
 };
 
 /* Smallest device, in bytes, on which mkfs can build a filesystem with

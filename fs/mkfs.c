@@ -39,6 +39,7 @@ struct mkfs_ctx {
 	uint64_t region_table;
 	uint64_t root_block, lf_block;
 	void *buf;                 /* one block */
+	bool reserve_failed;       /* opts->reserve said why */
 };
 
 static uint32_t opt_block_size(const struct mfs_mkfs_opts *o)
@@ -416,6 +417,24 @@ static int make_root_and_lost_found(struct mkfs_ctx *c)
 	return err ? err : make_dir(c, MFS_FIRST_INO, 0700, 2, c->lf_block, lf, 2);
 }
 
+/* Hand the journal's runs of contiguous blocks to opts->reserve. */
+static int reserve_journal(struct mkfs_ctx *c, uint32_t n)
+{
+	uint64_t start = 0;
+	int err = 0;
+
+	for (uint32_t i = 1; i <= n && !err; i++) {
+		if (i < n && c->jmap[i] == c->jmap[i - 1] + 1)
+			continue;
+		err = c->o->reserve(c->o->reserve_arg, MFS_RESERVE_JOURNAL,
+				    c->jmap[start] * c->bs,
+				    (c->jmap[i - 1] + 1 - c->jmap[start]) * c->bs);
+		start = i;
+	}
+	c->reserve_failed = err != 0;
+	return err;
+}
+
 static int make_journal(struct mkfs_ctx *c)
 {
 	uint32_t n = le32toh(c->sb.s_journal_blocks);
@@ -433,6 +452,8 @@ static int make_journal(struct mkfs_ctx *c)
 		return err;
 	in.i_blocks = htole64((n + b.nind) * (uint64_t)(c->bs / 512));
 	err = write_inode(c, MFS_JOURNAL_INO, &in);
+	if (!err && c->o->reserve)
+		err = reserve_journal(c, n);
 	if (err)
 		return err;
 	return jnl_format(c->bd, c->jmap, n, c->sb.s_uuid, le64toh(c->sb.s_csum_seed));
@@ -782,6 +803,13 @@ static int mkfs_write(struct mkfs_ctx *c)
 		err = make_root_and_lost_found(c);
 	if (!err)
 		err = make_journal(c);
+	if (!err && c->o->nregions && c->o->reserve) {
+		err = c->o->reserve(c->o->reserve_arg, MFS_RESERVE_REGIONS,
+				    le64toh(c->sb.s_regions_start) * c->bs,
+				    (le64toh(c->sb.s_device_blocks) -
+				     le64toh(c->sb.s_regions_start)) * c->bs);
+		c->reserve_failed = err != 0;
+	}
 	if (!err)
 		err = write_super_copies(c);
 	return err;
@@ -807,7 +835,7 @@ int mfs_mkfs(struct bdev *bd, const struct mfs_mkfs_opts *opts)
 	if (!c.buf)
 		return -ENOMEM;
 	err = mkfs_write(&c);
-	if (err)
+	if (err && !c.reserve_failed)
 		mlog_err("writing the filesystem failed: %s", strerror(-err));
 	bdev_free_buf(c.buf);
 	free(c.jmap);

@@ -219,8 +219,9 @@ static void count_commit(struct jnl *j, uint64_t t0)
 		j->j_stats.commit_ns_max = ns;
 }
 
+/* @what failed, if @err: the log line names it. */
 static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
-		   uint32_t end, int err, uint64_t t0)
+		   uint32_t end, int err, const char *what, uint64_t t0)
 {
 	uint32_t tid = t->t_tid;
 
@@ -230,7 +231,7 @@ static void finish(struct jnl *j, struct jnl_tx *t, struct commit *c,
 	if (err) {
 		for (uint32_t i = 0; i < c->n; i++)
 			c->bufs[i]->b_committing = false;
-		jnl_abort(j, err, "commit");
+		jnl_abort(j, err, what);
 		jnl_tx_free(t);
 	} else {
 		t->t_state = TX_COMMITTED;
@@ -313,15 +314,18 @@ int jnl_commit_tx(struct jnl *j, struct jnl_tx *t)
 	struct commit c = { 0 };
 	uint32_t end = 0;
 	uint64_t t0 = ut_now_ns();
+	const char *what = "commit";
 	int err = lock_tx(j, t, &c);
 
 	if (err == -EAGAIN)
 		return 0;
-	if (!err)
-		err = write_ordered(j, &c);
+	/* The log line says which failed: the data on its way home (a full
+	 * host, say, under a log that has its blocks) or the log itself. */
+	if (!err && (err = write_ordered(j, &c)))
+		what = "writing a commit's ordered data";
 	if (!err)
 		err = write_log(j, t, &c, &end);
-	finish(j, t, &c, end, err, t0);
+	finish(j, t, &c, end, err, what, t0);
 	commit_free(j, &c);
 	if (err)
 		jnl_report_abort(j);

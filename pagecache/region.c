@@ -16,9 +16,11 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct pc_region {
@@ -55,6 +57,38 @@ static int check_region(struct pc_cache *c, struct bdev *bd, uint64_t off,
 	return 0;
 }
 
+/*
+ * Give a writable region of an image file its blocks on the host before
+ * it is mapped: a store into a hole of a shared mapping that the host has
+ * no room for is SIGBUS, which would kill the process.  Already allocated
+ * (mkfs.miscfs allocates the regions), this changes nothing.  A host
+ * without fallocate is only warned about.
+ */
+static int reserve_file(struct pc_region *r)
+{
+	const char *path = r->bd->path ? r->bd->path : "the device";
+	struct stat st;
+	int err;
+
+	if (fstat(r->bd->fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	do
+		err = fallocate(r->bd->fd, 0, (off_t)r->off, (off_t)r->len) ? -errno : 0;
+	while (err == -EINTR);
+	if (err == -EOPNOTSUPP) {
+		mlog_warn("page cache: region [%llu, %llu) of %s cannot be allocated "
+			  "on its host (no fallocate): a store into it may fail "
+			  "when the host is full", (unsigned long long)r->off,
+			  (unsigned long long)(r->off + r->len), path);
+		return 0;
+	}
+	if (err)
+		mlog_err("page cache: cannot allocate region [%llu, %llu) of %s on "
+			 "its host: %s", (unsigned long long)r->off,
+			 (unsigned long long)(r->off + r->len), path, strerror(-err));
+	return err;
+}
+
 /* mmap the device file around [off, off + len); mmap wants page offsets. */
 static int map_file(struct pc_region *r, unsigned int flags)
 {
@@ -63,12 +97,14 @@ static int map_file(struct pc_region *r, unsigned int flags)
 	int prot = PROT_READ | (flags & PC_REGION_WRITE ? PROT_WRITE : 0);
 	int share = flags & PC_REGION_PRIVATE ? MAP_PRIVATE : MAP_SHARED;
 	void *a;
+	int err;
 
+	if ((flags & PC_REGION_WRITE) && (err = reserve_file(r)))
+		return err;
 	r->map_len = (size_t)(r->off + r->len - start);
 	a = mmap(NULL, r->map_len, prot, share, r->bd->fd, (off_t)start);
 	if (a == MAP_FAILED) {
-		int err = -errno;
-
+		err = -errno;
 		mlog_err("page cache: cannot map region [%llu, %llu) of %s: %s",
 			 (unsigned long long)r->off,
 			 (unsigned long long)(r->off + r->len),

@@ -36,6 +36,9 @@ static const char usage_text[] =
 "                 NAME is 1-31 characters of [A-Za-z0-9._-], not . or ..\n"
 "  -o OPTS        defaults stored for the mount, comma-separated:\n"
 "                 data=ordered|journal|writeback, errors=continue|remount-ro\n"
+"  -E OPTS        extended options, comma-separated:\n"
+"                 lazy_journal_init[=0|1]: leave the journal sparse in an\n"
+"                 image file (by default it is allocated on the host)\n"
 "  -F             force: overwrite an existing filesystem\n"
 "  -q             quiet\n"
 "  -h             this help\n"
@@ -48,6 +51,8 @@ struct mkfs_args {
 	const char *image;
 	uint64_t size;          /* 0: use the target's size */
 	bool force, quiet;
+	bool lazy_journal;      /* -E lazy_journal_init: no journal allocation */
+	int fd;                 /* the target, while mkfs runs */
 };
 
 static int parse_uuid(const char *s, uint8_t out[16])
@@ -130,6 +135,25 @@ static int parse_defaults(const char *arg, struct mfs_mkfs_opts *o)
 	return err;
 }
 
+/* -E: extended options; lazy_journal_init is named as mke2fs names it. */
+static int parse_extended(const char *arg, struct mkfs_args *a)
+{
+	char *copy = strdup(arg), *save = NULL;
+	int err = copy ? 0 : -ENOMEM;
+
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !err;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "lazy_journal_init") || !strcmp(t, "lazy_journal_init=1"))
+			a->lazy_journal = true;
+		else if (!strcmp(t, "lazy_journal_init=0"))
+			a->lazy_journal = false;
+		else
+			err = tool_fail("-E %s: unknown (lazy_journal_init[=0|1])", t);
+	}
+	free(copy);
+	return err;
+}
+
 static int parse_opt(int c, const char *arg, struct mkfs_args *a)
 {
 	uint64_t v;
@@ -167,6 +191,8 @@ static int parse_opt(int c, const char *arg, struct mkfs_args *a)
 		return parse_region(arg, &a->o);
 	case 'o':
 		return parse_defaults(arg, &a->o);
+	case 'E':
+		return parse_extended(arg, a);
 	case 'F': a->force = true; return 0;
 	case 'q': a->quiet = true; return 0;
 	}
@@ -177,7 +203,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 {
 	int c, err;
 
-	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:o:Fqh?V")) != -1) {
+	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:o:E:Fqh?V")) != -1) {
 		if (c == 'h' || c == '?') {
 			fputs(usage_text, c == 'h' ? stdout : stderr);
 			exit(c == 'h' ? 0 : 1);
@@ -279,6 +305,58 @@ static int size_target(struct mkfs_args *a, int fd, bool is_file)
 	return 0;
 }
 
+/* Zeros over [off, off + len) of @fd, for a host without fallocate. */
+static int write_zeros(int fd, uint64_t off, uint64_t len)
+{
+	static const char zero[1 << 16];
+	ssize_t n;
+
+	while (len) {
+		n = pwrite(fd, zero, (size_t)UT_MIN(len, sizeof(zero)), (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/*
+ * mfs_mkfs_opts.reserve for an image file: the journal and the regions
+ * get their blocks on the host now, so that no write there depends on the
+ * host's free space -- a host that fills up then fails file data and
+ * metadata on their way home, never the log, and never a store into a
+ * region's shared mapping (which would be SIGBUS).  fallocate, as mke2fs's
+ * zeroing of its journal allocates it on an ext4 host; zeros where the
+ * host has no fallocate (nothing is written there yet: zeros change
+ * nothing).
+ */
+static int reserve_range(void *arg, enum mfs_reserve what, uint64_t off, uint64_t len)
+{
+	struct mkfs_args *a = arg;
+	const char *name = what == MFS_RESERVE_JOURNAL ? "the journal" :
+			   "the reserved regions";
+	int err;
+
+	if (what == MFS_RESERVE_JOURNAL && a->lazy_journal)
+		return 0;
+	do
+		err = fallocate(a->fd, 0, (off_t)off, (off_t)len) ? errno : 0;
+	while (err == EINTR);
+	if (err == EOPNOTSUPP)
+		err = write_zeros(a->fd, off, len);
+	if (err == ENOSPC || err == EDQUOT)
+		return tool_fail("%s: the host has no room for %s (%s)%s", a->image,
+				 name, strerror(err), what == MFS_RESERVE_JOURNAL ?
+				 "; -E lazy_journal_init leaves it sparse" : "");
+	if (err)
+		return tool_fail("%s: cannot allocate %s on the host: %s", a->image,
+				 name, strerror(err));
+	return 0;
+}
+
 static void print_summary(const struct mkfs_args *a, struct bdev *bd)
 {
 	struct mfs_raw raw;
@@ -291,7 +369,8 @@ static void print_summary(const struct mkfs_args *a, struct bdev *bd)
 	       "%" PRIu32 " groups\n", le64toh(raw.sb.s_blocks_count), raw.bs,
 	       ut_format_size(le64toh(raw.sb.s_blocks_count) * raw.bs, buf, sizeof(buf)),
 	       le32toh(raw.sb.s_inodes_count), le32toh(raw.sb.s_groups_count));
-	printf("  journal: %" PRIu32 " blocks\n", le32toh(raw.sb.s_journal_blocks));
+	printf("  journal: %" PRIu32 " blocks%s\n", le32toh(raw.sb.s_journal_blocks),
+	       a->o.reserve && a->lazy_journal ? " (sparse in the image)" : "");
 	printf("  superblock backups in groups:");
 	for (uint32_t g = 1; g < le32toh(raw.sb.s_groups_count); g++)
 		if (mfs_group_has_super(g))
@@ -314,6 +393,11 @@ static int run(struct mkfs_args *a)
 	if (fd < 0)
 		return fd;
 	err = size_target(a, fd, is_file);
+	a->fd = fd;
+	if (is_file) {
+		a->o.reserve = reserve_range;
+		a->o.reserve_arg = a;
+	}
 	if (!err && bo.block_size != 1024 && bo.block_size != 2048 && bo.block_size != 4096)
 		err = tool_fail("block size %" PRIu32 " is not supported (use 1024, "
 				"2048 or 4096)", bo.block_size);
