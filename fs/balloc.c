@@ -262,7 +262,11 @@ static uint32_t find_zero(const uint8_t *map, uint32_t from, uint32_t to)
 	return to;
 }
 
-/* Bitmap of group @g, checksum checked the first time (group lock held). */
+/*
+ * Bitmap of group @g, checked the first time (group lock held): its
+ * checksum, and for blocks that the group's own metadata is marked in
+ * use, or the allocator would hand it out.
+ */
 static int bitmap_get(struct mfs_fs *fs, uint32_t g, bool inodes,
 		      struct pc_page **pg, uint64_t *blk)
 {
@@ -270,6 +274,8 @@ static int bitmap_get(struct mfs_fs *fs, uint32_t g, bool inodes,
 	struct mfs_group *grp = &fs->groups[g];
 	bool *ok = inodes ? &grp->ibitmap_ok : &grp->bbitmap_ok;
 	uint32_t want = le32toh(inodes ? gd->bg_inode_bitmap_csum : gd->bg_block_bitmap_csum);
+	uint32_t meta = mfs_group_meta_blocks(&fs->sb, g);
+	const char *why = NULL;
 	int err;
 
 	*blk = le32toh(inodes ? gd->bg_inode_bitmap : gd->bg_block_bitmap);
@@ -277,11 +283,14 @@ static int bitmap_get(struct mfs_fs *fs, uint32_t g, bool inodes,
 	if (err || *ok)
 		return err;
 	if (mfs_bitmap_csum(&fs->sb, inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP,
-			    g, (*pg)->data) != want) {
+			    g, (*pg)->data) != want)
+		why = "checksum mismatch";
+	else if (!inodes && find_zero((*pg)->data, 0, meta) < meta)
+		why = "the group's metadata is marked free";
+	if (why) {
 		pc_put_page(*pg);
 		return mfs_error(fs, "%s bitmap of group %" PRIu32 " (block %" PRIu64
-				 "): checksum mismatch", inodes ? "inode" : "block",
-				 g, *blk);
+				 "): %s", inodes ? "inode" : "block", g, *blk, why);
 	}
 	*ok = true;
 	return 0;
@@ -457,6 +466,10 @@ int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 		uint32_t bit = (uint32_t)((blk - fdb) % fs->bpg);
 		uint32_t run = UT_MIN(n, fs->bpg - bit);
 
+		/* The group's metadata comes first in it, and is never free. */
+		if (bit < mfs_group_meta_blocks(&fs->sb, g))
+			return mfs_error(fs, "freeing blocks %" PRIu64 "+%" PRIu32 ", on "
+					 "the metadata of group %" PRIu32, blk, run, g);
 		/* Pending before the group's lock goes: an allocation in between
 		 * would find the bits clear and hand the blocks out again before
 		 * their free has committed, even in this very transaction. */

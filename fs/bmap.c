@@ -71,8 +71,9 @@ int mfs_inode_check(const struct mfs_super *sb, uint32_t ino,
 }
 
 /*
- * A pointer read from the disk names a block of the groups, or a hole.
- * A map that meets more blocks than the groups hold points at some of
+ * A pointer read from the disk names a block of the groups past their
+ * own metadata, or a hole.  A map that meets more blocks than the groups
+ * hold points at some of
  * them more than once (indirect blocks can, in a damaged or hostile
  * image, all point at one another): that bounds a walk by the size of the
  * filesystem, whatever the pointers repeat.
@@ -80,20 +81,25 @@ int mfs_inode_check(const struct mfs_super *sb, uint32_t ino,
 static int check_ptr(struct walk *s, uint64_t ptr, uint64_t lblk, uint64_t parent)
 {
 	const struct mfs_bmap_walk *w = s->w;
+	const char *where;
 
 	if (++s->visited > s->limit)
 		return ut_corrupt(w->why, w->whylen, "inode %" PRIu32 ": the block map "
 				  "meets more than the %" PRIu64 " blocks of the filesystem "
 				  "(a block is mapped more than once)", w->ino, s->limit);
-	if (ptr < le64toh(w->sb->s_blocks_count))
+	if (ptr >= le64toh(w->sb->s_blocks_count))
+		where = "outside the filesystem";
+	else if (mfs_block_in_group_meta(w->sb, ptr))
+		where = "on the metadata of its group";
+	else
 		return 0;
 	if (!parent)
 		return ut_corrupt(w->why, w->whylen, "inode %" PRIu32 ": i_block maps "
-				  "block %" PRIu64 " to %" PRIu64 ", outside the filesystem",
-				  w->ino, lblk, ptr);
+				  "block %" PRIu64 " to %" PRIu64 ", %s", w->ino, lblk, ptr,
+				  where);
 	return ut_corrupt(w->why, w->whylen, "inode %" PRIu32 ": indirect block %"
-			  PRIu64 " maps block %" PRIu64 " to %" PRIu64 ", outside the "
-			  "filesystem", w->ino, parent, lblk, ptr);
+			  PRIu64 " maps block %" PRIu64 " to %" PRIu64 ", %s", w->ino,
+			  parent, lblk, ptr, where);
 }
 
 static int visit_data(struct walk *s, uint64_t lblk, uint64_t ptr, uint64_t parent)

@@ -131,6 +131,21 @@ uint32_t mfs_group_meta_blocks(const struct mfs_super *sb, uint32_t group)
 	return mfs_group_super_blocks(sb, group) + 2 + mfs_itable_blocks(sb);
 }
 
+bool mfs_block_in_group_meta(const struct mfs_super *sb, uint64_t blk)
+{
+	uint64_t fdb = le32toh(sb->s_first_data_block), rel;
+	uint32_t bpg = le32toh(sb->s_blocks_per_group), off;
+
+	if (blk < fdb || blk >= le64toh(sb->s_blocks_count) || !bpg)
+		return false;
+	rel = blk - fdb;
+	off = (uint32_t)(rel % bpg);
+	/* The most any group holds first, then this group's own. */
+	if (off >= 3u + le16toh(sb->s_gdt_blocks) + mfs_itable_blocks(sb))
+		return false;
+	return off < mfs_group_meta_blocks(sb, (uint32_t)(rel / bpg));
+}
+
 uint32_t mfs_itable_blocks(const struct mfs_super *sb)
 {
 	uint64_t bytes = (uint64_t)le32toh(sb->s_inodes_per_group) * MFS_INODE_SIZE;

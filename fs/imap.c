@@ -40,10 +40,16 @@ static int ind_read(struct mfs_node *n, uint64_t blk, struct pc_page **pg)
 
 static int ptr_check(struct mfs_node *n, uint64_t ptr, uint64_t from)
 {
-	if (ptr < n->fs->nblocks && ptr >= le32toh(n->fs->sb.s_first_data_block))
+	const char *where;
+
+	if (ptr >= n->fs->nblocks || ptr < le32toh(n->fs->sb.s_first_data_block))
+		where = "outside the filesystem";
+	else if (mfs_block_in_group_meta(&n->fs->sb, ptr))
+		where = "on the metadata of its group";
+	else
 		return 0;
 	return mfs_error(n->fs, "inode %" PRIu32 ": block %" PRIu64 " maps to %"
-			 PRIu64 ", outside the filesystem", n->ino, from, ptr);
+			 PRIu64 ", %s", n->ino, from, ptr, where);
 }
 
 /* map_lock held (either way). */

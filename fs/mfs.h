@@ -64,6 +64,9 @@ uint32_t mfs_group_super_blocks(const struct mfs_super *sb, uint32_t group);
 uint32_t mfs_itable_blocks(const struct mfs_super *sb);
 /* Superblock copy, descriptors, two bitmaps and the inode table. */
 uint32_t mfs_group_meta_blocks(const struct mfs_super *sb, uint32_t group);
+/* Whether block @blk of the groups is one of those of its group's start:
+ * no file maps it, and it is never free. */
+bool mfs_block_in_group_meta(const struct mfs_super *sb, uint64_t blk);
 /* Device block and byte offset in it of the descriptor of @group in the
  * primary table. */
 uint64_t mfs_gdesc_block(const struct mfs_super *sb, uint32_t group,
