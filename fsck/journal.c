@@ -114,6 +114,29 @@ static int check_jerrno(struct fsck_ctx *c, const struct jmap *m)
 	return jnl_clear_errno(c->bd, m->map, m->n);
 }
 
+/*
+ * mkfs always makes a journal and the mount refuses a filesystem without
+ * one: a clear flag is damage.  With the flag set again the journal the
+ * superblock names is judged as any other (0); if the superblock's
+ * journal fields fail its checks once the flag is set, they get the
+ * smallest journal and a new one is made (1).
+ */
+static int set_has_journal(struct fsck_ctx *c)
+{
+	struct mfs_super sb = c->sb;
+
+	sb.s_feature_compat |= htole32(MFS_FEATURE_COMPAT_HAS_JOURNAL);
+	mfs_sb_set_csum(&sb);
+	c->sb.s_feature_compat = sb.s_feature_compat;
+	c->sb_dirty = true;
+	if (!mfs_sb_check(&sb, 0, NULL, 0))
+		return 0;
+	c->sb.s_journal_inum = htole32(MFS_JOURNAL_INO);
+	c->sb.s_journal_blocks = htole32(JNL_MIN_BLOCKS);
+	c->journal_rebuild = true;
+	return 1;
+}
+
 int fsck_journal(struct fsck_ctx *c)
 {
 	struct jmap m = { 0 };
@@ -123,8 +146,8 @@ int fsck_journal(struct fsck_ctx *c)
 
 	c->pass = FSCK_PASS_JOURNAL;
 	if (!(le32toh(c->sb.s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL)) {
-		fsck_note(c, PR_J_NO_JOURNAL, NULL);
-		return 0;
+		if (!fsck_fix(c, PR_J_NO_JOURNAL, NULL) || set_has_journal(c))
+			return 0;
 	}
 	err = load_jmap(c, &m, why, sizeof(why));
 	if (err == -EUCLEAN) {

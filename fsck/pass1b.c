@@ -6,9 +6,10 @@
  * of it (as e2fsck clones), so no file loses its bytes and none shares
  * them any more.  A shared xattr block stays with its first owner and is
  * dropped from the others; a block the region table lies on is copied
- * for every inode.  Shared indirect blocks need nothing here: their
- * checksum names their owner, so pass 1 dropped them from every other
- * inode.
+ * for every inode.  An indirect block's checksum names its owner, so
+ * pass 1 dropped it from every other inode that maps it as an indirect
+ * block; but its owner may map it twice, or another inode as data: it is
+ * then copied as a data block is, and the walk goes on under the copy.
  */
 #include "fsck_i.h"
 
@@ -61,7 +62,8 @@ static void moved(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t blk)
 			c->dblist[i].pblk = (uint32_t)blk;
 }
 
-static int clone_block(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint32_t *ptr)
+static int clone_block(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, int depth,
+		       uint32_t *ptr)
 {
 	uint64_t old = le32toh(*ptr), blk;
 	int err = fsck_alloc_block(c, old, &blk);
@@ -72,7 +74,7 @@ static int clone_block(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint32_t
 		err = fsck_write(c, blk, c->buf);
 	if (!err)
 		*ptr = htole32((uint32_t)blk);
-	if (!err && istate_type(c, ino) == MFS_FT_DIR)
+	if (!err && !depth && istate_type(c, ino) == MFS_FT_DIR)
 		moved(c, ino, lblk, blk);
 	return err;
 }
@@ -88,12 +90,12 @@ static int visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int dept
 	(void)span;
 	if (!fsck_block_ok(c, blk))
 		return MAP_SKIP;             /* left so by a no in pass 1 */
-	if (depth || !bit_test(c->bdup, blk))
+	if (!bit_test(c->bdup, blk))
 		return MAP_KEEP;
 	i = find_mine(s, blk);
 	if (s->clone) {
 		if (i < 0 || s->kept[i])
-			return clone_block(c, w->ino, lblk, ptr);
+			return clone_block(c, w->ino, lblk, depth, ptr);
 		s->kept[i] = true;
 		return MAP_KEEP;
 	}

@@ -31,7 +31,7 @@ FSCK_PROBLEM(J_ERRNO, JOURNAL, P_PREEN, "Clear it",
 	"the journal recorded an abort (%s)")
 FSCK_PROBLEM(J_RECOVER_FLAG, JOURNAL, P_PREEN, "Clear it",
 	"the superblock says the journal needs recovery, but the log is empty")
-FSCK_PROBLEM(J_NO_JOURNAL, JOURNAL, P_UNFIXABLE, NULL,
+FSCK_PROBLEM(J_NO_JOURNAL, JOURNAL, 0, "Set its journal flag",
 	"the filesystem has no journal")
 
 /* ---- pass 0: superblock, descriptors, regions ---- */
