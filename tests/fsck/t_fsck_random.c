@@ -4,10 +4,13 @@
  * One image is populated through the filesystem (directories, small,
  * large and sparse files, symbolic links, hard links, special files,
  * xattrs in the inode and in a block, a region).  Its metadata blocks are
- * listed: superblocks, descriptors, bitmaps, the inode-table blocks in
- * use, directory, indirect and xattr blocks, the region table and the
- * journal's superblock.  For each seed, a copy gets random bytes of one
- * to a few of them overwritten (a few bytes, a run, or a whole block), and
+ * listed with what each is: superblocks, descriptors, bitmaps, the
+ * inode-table blocks in use, directory, indirect and xattr blocks, the
+ * region table and the journal's superblock.  For each seed a copy is
+ * damaged in one of three ways, by seed % 3 (see "damage" below): random
+ * bytes over one to a few of those blocks; one field of one structure set
+ * to an extreme, its checksum resealed; two blocks of different kinds
+ * swapped.  Then
  *
  *   - fsck -fn reports and writes nothing (the image stays as it was),
  *   - fsck -fy repairs it, and a second fsck -fn finds nothing,
@@ -18,21 +21,29 @@
  *
  * Under AddressSanitizer this also proves fsck and the mount free of
  * memory errors and leaks on every image.  Usage: t_fsck_random [FIRST
- * [COUNT]] [CASE...] (default: seeds 0..549, both cases: fsck_repairs and
- * mount_survives); with --save DIR first, the damaged images are only
- * written to DIR/dmg-SEED.img, for t_damage_mount.sh to mount through the
- * daemon.
+ * [COUNT]] [CASE...] (default: seeds 0..549, every case: fsck_repairs,
+ * fsck_regressions and mount_survives); with --save DIR first, the damaged
+ * images are only written to DIR/dmg-SEED.img, for t_damage_mount.sh to
+ * mount through the daemon, and a line per image says what its damage is.
+ *
+ * The case fsck_regressions runs fsck_repairs on the seeds in
+ * regression_seeds[] whatever FIRST and COUNT say: seeds beyond the
+ * default range that once failed it.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "fsck.h"
+#include "jnl.h"
+#include "t_dev.h"
 #include "t_fs.h"
 #include "util.h"
 
@@ -84,33 +95,67 @@ static void populate(struct mfs_fs *fs)
 
 /* ---- the metadata blocks ---------------------------------------------------- */
 
-struct meta {
-	uint64_t *blk;
-	size_t n, cap;
-	struct mfs_raw *raw;
+/* What a metadata block is, for the damage that reseals what it changes. */
+enum mkind {
+	MK_SUPER,       /* id: the group holding the copy */
+	MK_GDT,         /* id: the block's index in its descriptor table */
+	MK_BBITMAP,     /* id: the group */
+	MK_IBITMAP,     /* id: the group */
+	MK_ITABLE,      /* id: the block's first inode */
+	MK_DIR,         /* id: the directory's inode */
+	MK_IND,         /* id: the inode whose map holds it */
+	MK_XATTR,       /* id: the inode naming it */
+	MK_REGION,      /* id: 0 */
+	MK_JSUPER,      /* id: 0 */
 };
 
-static void add(struct meta *m, uint64_t blk)
+static const char *const mkind_name[] = {
+	"superblock", "descriptor block", "block bitmap", "inode bitmap",
+	"inode-table block", "directory block", "indirect block", "xattr block",
+	"region table", "journal superblock",
+};
+
+struct mblk {
+	uint64_t blk;
+	uint32_t id;
+	enum mkind kind;
+};
+
+struct meta {
+	struct mblk *b;
+	size_t n, cap;
+	struct mfs_super sb;            /* the undamaged primary superblock */
+	uint32_t inos[512];             /* the inodes in use */
+	size_t ninos;
+	struct mfs_raw *raw;
+	uint32_t ino;                   /* whose block map is being walked */
+};
+
+static void add(struct meta *m, uint64_t blk, enum mkind kind, uint32_t id)
 {
 	if (m->n == m->cap) {
 		m->cap = m->cap ? 2 * m->cap : 256;
-		m->blk = realloc(m->blk, m->cap * sizeof(*m->blk));
-		t_assert(m->blk, "no memory");
+		m->b = realloc(m->b, m->cap * sizeof(*m->b));
+		t_assert(m->b, "no memory");
 	}
-	m->blk[m->n++] = blk;
+	m->b[m->n++] = (struct mblk){ .blk = blk, .id = id, .kind = kind };
 }
 
 static int add_ind(void *arg, uint64_t blk, int depth)
 {
+	struct meta *m = arg;
+
 	(void)depth;
-	add(arg, blk);
+	add(m, blk, MK_IND, m->ino);
 	return 0;
 }
 
 static int add_data(void *arg, uint64_t lblk, uint64_t blk)
 {
+	struct meta *m = arg;
+
 	(void)lblk;
-	add(arg, blk);
+	add(m, blk, MK_DIR, m->ino);
 	return 0;
 }
 
@@ -130,17 +175,18 @@ static void list_inode(struct meta *m, uint32_t ino, const struct mfs_inode *in)
 	w.indirect = add_ind;
 	w.data = S_ISDIR(le16toh(in->i_mode)) ? add_data : skip_data;
 	w.ctx = m;
+	m->ino = ino;
 	/* The journal: its superblock only (the log is empty). */
 	if (ino == MFS_JOURNAL_INO) {
 		uint64_t jsb;
 
 		t_ok(mfs_raw_bmap(m->raw, ino, in, 0, &jsb));
-		add(m, jsb);
+		add(m, jsb, MK_JSUPER, 0);
 		return;
 	}
 	t_ok(mfs_bmap_walk(&w, 0, UINT64_MAX));
 	if (in->i_xattr_block)
-		add(m, le32toh(in->i_xattr_block));
+		add(m, le32toh(in->i_xattr_block), MK_XATTR, ino);
 }
 
 static void list_meta(struct bdev *bd, struct meta *m)
@@ -150,6 +196,7 @@ static void list_meta(struct bdev *bd, struct meta *m)
 
 	t_ok(mfs_raw_open(bd, &raw));
 	m->raw = &raw;
+	m->sb = raw.sb;
 	for (uint32_t ino = 1; ino <= le32toh(raw.sb.s_inodes_count); ino++) {
 		struct mfs_inode in;
 
@@ -157,26 +204,56 @@ static void list_meta(struct bdev *bd, struct meta *m)
 		if (!in.i_mode || in.i_dtime)
 			continue;
 		last_used = ino;
+		if (m->ninos < UT_ARRAY_SIZE(m->inos))
+			m->inos[m->ninos++] = ino;
 		list_inode(m, ino, &in);
 	}
 	for (uint32_t g = 0; g < le32toh(raw.sb.s_groups_count); g++) {
+		const struct mfs_group_desc *gd = &raw.gdt[g];
 		uint64_t first = mfs_group_first_block(&raw.sb, g);
 		uint32_t meta = mfs_group_meta_blocks(&raw.sb, g) - mfs_itable_blocks(&raw.sb);
 		uint32_t ipg = le32toh(raw.sb.s_inodes_per_group);
 
-		for (uint32_t i = 0; i < meta; i++)
-			add(m, first + i);
+		for (uint32_t i = 0; i < meta; i++) {
+			uint64_t blk = first + i;
+
+			if (blk == le32toh(gd->bg_block_bitmap))
+				add(m, blk, MK_BBITMAP, g);
+			else if (blk == le32toh(gd->bg_inode_bitmap))
+				add(m, blk, MK_IBITMAP, g);
+			else if (i == 0 && mfs_group_has_super(g))
+				add(m, blk, MK_SUPER, g);
+			else
+				add(m, blk, MK_GDT, i - 1);
+		}
 		/* The inode-table blocks up to the last inode in use. */
 		for (uint32_t i = 0; g * ipg + i * ipb < last_used && i * ipb < ipg; i++)
-			add(m, first + meta + i);
+			add(m, first + meta + i, MK_ITABLE, g * ipg + i * ipb + 1);
 	}
 	if (raw.sb.s_region_count)
-		add(m, le64toh(raw.sb.s_region_table));
+		add(m, le64toh(raw.sb.s_region_table), MK_REGION, 0);
 	mfs_raw_close(&raw);
 	m->raw = NULL;
 }
 
 /* ---- damage ------------------------------------------------------------------ */
+
+/*
+ * The seed picks one of three kinds of damage (seed % 3):
+ *
+ *   0  random bytes over one to a few metadata blocks: a few bytes, a run,
+ *      or a whole block, checksums left as they fall;
+ *   1  one field of one structure set to an extreme: 0, 1, all ones, the
+ *      last value allowed or the first one past it (a block number, an
+ *      inode number, a count, a length), or for a block or inode number
+ *      another metadata block or an inode in use; the structure's
+ *      checksum resealed, so the value reaches the checks behind it;
+ *   2  two metadata blocks of different kinds swapped, each resealed as
+ *      what its new place holds (three seeds in four) or not.
+ *
+ * what[] says what was done, for the messages.
+ */
+static char what[256];
 
 static uint64_t rng(uint64_t *s)
 {
@@ -186,25 +263,437 @@ static uint64_t rng(uint64_t *s)
 	return *s;
 }
 
+static void damage_bytes(uint8_t *img, const struct meta *m, uint64_t *s)
+{
+	unsigned int blocks = 1 + rng(s) % 3;
+	int len = snprintf(what, sizeof(what), "random bytes in block");
+
+	for (unsigned int k = 0; k < blocks; k++) {
+		const struct mblk *mb = &m->b[rng(s) % m->n];
+		uint8_t *b = img + mb->blk * BS;
+		unsigned int how = rng(s) % 8, off = rng(s) % BS;
+
+		if (len < (int)sizeof(what))
+			len += snprintf(what + len, sizeof(what) - (size_t)len, " %" PRIu64
+					" (%s)", mb->blk, mkind_name[mb->kind]);
+		if (how < 5) {                         /* a few bytes */
+			for (unsigned int i = 0, n = 1 + rng(s) % 4; i < n; i++)
+				b[rng(s) % BS] = (uint8_t)rng(s);
+		} else if (how < 7) {                  /* a run */
+			for (unsigned int i = off; i < UT_MIN(BS, off + 64); i++)
+				b[i] = (uint8_t)rng(s);
+		} else {                               /* the whole block */
+			for (unsigned int i = 0; i < BS; i++)
+				b[i] = (uint8_t)rng(s);
+		}
+	}
+}
+
+/* A metadata block: its kind first, each kind alike, so that the few
+ * blocks of a kind (the superblocks, the region table) are hit as often as
+ * the many (the inode-table blocks); then a block of that kind. */
+static const struct mblk *pick(const struct meta *m, uint64_t *s)
+{
+	unsigned int kinds[MK_JSUPER + 1] = { 0 }, present = 0, k, nth;
+
+	for (size_t i = 0; i < m->n; i++)
+		present += !kinds[m->b[i].kind]++;
+	nth = (unsigned int)(rng(s) % present);
+	for (k = 0; !kinds[k] || nth--; k++)
+		;
+	nth = (unsigned int)(rng(s) % kinds[k]);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->b[i].kind == k && !nth--)
+			return &m->b[i];
+	return NULL;
+}
+
+static void put_le(uint8_t *p, unsigned int size, uint64_t v)
+{
+	for (unsigned int i = 0; i < size; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Reseal the block at @mb's place as what that place holds. */
+static void reseal(uint8_t *img, const struct meta *m, const struct mblk *mb)
+{
+	const struct mfs_super *sb = &m->sb;
+	uint8_t *b = img + mb->blk * BS;
+
+	switch (mb->kind) {
+	case MK_SUPER:
+		mfs_sb_set_csum((struct mfs_super *)b);
+		break;
+	case MK_GDT:
+		for (uint32_t i = 0; i < BS / MFS_DESC_SIZE; i++) {
+			struct mfs_group_desc *gd = (void *)(b + i * MFS_DESC_SIZE);
+			uint32_t g = mb->id * (BS / MFS_DESC_SIZE) + i;
+
+			if (g < le32toh(sb->s_groups_count))
+				gd->bg_checksum = htole32(mfs_gdesc_csum(sb, g, gd));
+		}
+		break;
+	case MK_BBITMAP:
+	case MK_IBITMAP: {
+		/* The bitmap's checksum is in the primary descriptor. */
+		uint32_t off, g = mb->id;
+		uint64_t blk = mfs_gdesc_block(sb, g, &off);
+		struct mfs_group_desc *gd = (void *)(img + blk * BS + off);
+		uint32_t c = mfs_bitmap_csum(sb, mb->kind == MK_BBITMAP ? MFS_CSUM_BBITMAP :
+					     MFS_CSUM_IBITMAP, g, b);
+
+		if (mb->kind == MK_BBITMAP)
+			gd->bg_block_bitmap_csum = htole32(c);
+		else
+			gd->bg_inode_bitmap_csum = htole32(c);
+		gd->bg_checksum = htole32(mfs_gdesc_csum(sb, g, gd));
+		break;
+	}
+	case MK_ITABLE:
+		for (uint32_t i = 0; i < BS / MFS_INODE_SIZE; i++) {
+			struct mfs_inode *in = (void *)(b + i * MFS_INODE_SIZE);
+
+			if (!mfs_inode_never_used(in))
+				in->i_checksum = htole32(mfs_inode_csum(sb, mb->id + i, in));
+		}
+		break;
+	case MK_DIR:
+		mfs_block_set_csum(sb, MFS_CSUM_DIR, mb->id, b);
+		break;
+	case MK_IND:
+		mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, mb->id, b);
+		break;
+	case MK_XATTR:
+		mfs_block_set_csum(sb, MFS_CSUM_XATTR, mb->blk, b);
+		break;
+	case MK_REGION:
+		mfs_block_set_csum(sb, MFS_CSUM_REGION, 0, b);
+		break;
+	case MK_JSUPER: {
+		struct jnl_superblock *j = (void *)b;
+
+		j->s_checksum = htole32(jnl_csum(0, j, offsetof(struct jnl_superblock,
+								 s_checksum)));
+		break;
+	}
+	}
+}
+
+/* One field of a structure, where a damaging value may go. */
+struct field {
+	char name[48];
+	uint32_t off;                   /* in the block */
+	uint8_t size;                   /* bytes */
+	uint64_t lim;                   /* the first value past what is allowed; 0: none */
+	enum { V_PLAIN, V_BLOCK, V_INODE } also; /* another metadata block or inode */
+};
+
+struct fields {
+	struct field f[48];
+	unsigned int n;
+};
+
+static void fld(struct fields *fs, uint32_t base, uint32_t off, uint8_t size, uint64_t lim,
+		int also, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+static void fld(struct fields *fs, uint32_t base, uint32_t off, uint8_t size, uint64_t lim,
+		int also, const char *fmt, ...)
+{
+	struct field *f = &fs->f[fs->n++];
+	va_list ap;
+
+	t_assert(fs->n <= UT_ARRAY_SIZE(fs->f), "too many fields");
+	va_start(ap, fmt);
+	vsnprintf(f->name, sizeof(f->name), fmt, ap);
+	va_end(ap);
+	f->off = base + off;
+	f->size = size;
+	f->lim = lim;
+	f->also = also;
+}
+
+#define FLD(fs, base, type, member, lim, also)                               \
+	fld(fs, base, offsetof(type, member), sizeof(((type *)0)->member), lim, also, \
+	    "%s", #member)
+
+/* A field of the structure at offset 0, base or r in the block. */
+#define SB(m, lim, also) FLD(fs, 0, struct mfs_super, m, lim, also)
+#define GD(m, lim, also) FLD(fs, base, struct mfs_group_desc, m, lim, also)
+#define IN(m, lim, also) FLD(fs, base, struct mfs_inode, m, lim, also)
+#define DE(m, lim, also) FLD(fs, r, struct mfs_dirent, m, lim, also)
+#define XH(m, lim, also) FLD(fs, 0, struct mfs_xattr_header, m, lim, also)
+#define RH(m, lim, also) FLD(fs, 0, struct mfs_region_header, m, lim, also)
+#define JS(m, lim, also) FLD(fs, 0, struct jnl_superblock, m, lim, also)
+
+/* The fields of the structures of @mb's block worth an extreme value;
+ * @where is set to the structure's name. */
+static void fields_of(const uint8_t *img, const struct meta *m, const struct mblk *mb,
+		      uint64_t *s, struct fields *fs, char *where, size_t wlen)
+{
+	const struct mfs_super *sb = &m->sb;
+	const uint8_t *b = img + mb->blk * BS;
+	uint64_t blocks = le64toh(sb->s_blocks_count), dev = le64toh(sb->s_device_blocks);
+	uint32_t inodes = le32toh(sb->s_inodes_count), ipg = le32toh(sb->s_inodes_per_group);
+
+	fs->n = 0;
+	switch (mb->kind) {
+	case MK_SUPER:
+		snprintf(where, wlen, "superblock of group %" PRIu32, mb->id);
+		SB(s_magic, 0, V_PLAIN);
+		SB(s_rev_level, MFS_REV_LEVEL + 1, V_PLAIN);
+		SB(s_feature_compat, MFS_FEATURE_COMPAT_SUPP + 1, V_PLAIN);
+		SB(s_feature_incompat, MFS_FEATURE_INCOMPAT_SUPP + 1, V_PLAIN);
+		SB(s_feature_ro_compat, MFS_FEATURE_RO_COMPAT_SUPP + 1, V_PLAIN);
+		SB(s_log_block_size, MFS_MAX_BLOCK_LOG - MFS_MIN_BLOCK_LOG + 1, V_PLAIN);
+		SB(s_blocks_count, dev + 1, V_PLAIN);
+		SB(s_free_blocks_count, blocks + 1, V_PLAIN);
+		SB(s_r_blocks_count, blocks + 1, V_PLAIN);
+		SB(s_inodes_count, inodes + 1, V_PLAIN);
+		SB(s_free_inodes_count, inodes + 1, V_PLAIN);
+		SB(s_first_data_block, 2, V_PLAIN);
+		SB(s_blocks_per_group, BS * 8 + 1, V_PLAIN);
+		SB(s_inodes_per_group, BS * 8 + 1, V_PLAIN);
+		SB(s_groups_count, le32toh(sb->s_groups_count) + 1, V_PLAIN);
+		SB(s_inode_size, MFS_INODE_SIZE + 1, V_PLAIN);
+		SB(s_desc_size, MFS_DESC_SIZE + 1, V_PLAIN);
+		SB(s_state, 4, V_PLAIN);
+		SB(s_errors, MFS_ERRORS_RO + 1, V_PLAIN);
+		SB(s_gdt_blocks, le16toh(sb->s_gdt_blocks) + 1, V_PLAIN);
+		SB(s_first_ino, inodes + 1, V_INODE);
+		SB(s_journal_inum, inodes + 1, V_INODE);
+		SB(s_journal_blocks, le32toh(sb->s_journal_blocks) + 1, V_PLAIN);
+		SB(s_last_orphan, inodes + 1, V_INODE);
+		SB(s_default_mount_opts, MFS_DEFM_DATA_MASK + 1, V_PLAIN);
+		SB(s_region_count, le32toh(sb->s_region_count) + 1, V_PLAIN);
+		SB(s_region_table, dev, V_BLOCK);
+		SB(s_regions_start, dev + 1, V_BLOCK);
+		SB(s_device_blocks, IMG_BYTES / BS + 1, V_PLAIN);
+		break;
+	case MK_GDT: {
+		uint32_t per = BS / MFS_DESC_SIZE, first = mb->id * per;
+		uint32_t n = le32toh(sb->s_groups_count) - first, g = first + rng(s) % n;
+		uint32_t base = (g - first) * MFS_DESC_SIZE;
+
+		snprintf(where, wlen, "descriptor of group %" PRIu32 " in block %" PRIu64, g,
+			 mb->blk);
+		GD(bg_block_bitmap, blocks, V_BLOCK);
+		GD(bg_inode_bitmap, blocks, V_BLOCK);
+		GD(bg_inode_table, blocks, V_BLOCK);
+		GD(bg_free_blocks_count, mfs_group_nblocks(sb, g) + 1, V_PLAIN);
+		GD(bg_free_inodes_count, ipg + 1, V_PLAIN);
+		GD(bg_used_dirs_count, ipg + 1, V_PLAIN);
+		GD(bg_flags, 1, V_PLAIN);
+		break;
+	}
+	case MK_BBITMAP:
+	case MK_IBITMAP: {
+		/* A byte, or (as a field of BS bytes) the whole bitmap. */
+		uint32_t off = (uint32_t)(rng(s) % BS);
+
+		snprintf(where, wlen, "%s of group %" PRIu32, mkind_name[mb->kind], mb->id);
+		fld(fs, 0, off, 1, 0, V_PLAIN, "byte %" PRIu32, off);
+		fld(fs, 0, 0, 0, 0, V_PLAIN, "every byte");
+		break;
+	}
+	case MK_ITABLE: {
+		uint32_t ipb = BS / MFS_INODE_SIZE, i = (uint32_t)(rng(s) % ipb), base;
+		const struct mfs_inode *in;
+
+		/* An inode in use, if the block has one. */
+		for (uint32_t k = 0; k < ipb; k++) {
+			in = (const void *)(b + ((i + k) % ipb) * MFS_INODE_SIZE);
+			if (in->i_mode) {
+				i = (i + k) % ipb;
+				break;
+			}
+		}
+		base = i * MFS_INODE_SIZE;
+		in = (const void *)(b + base);
+		snprintf(where, wlen, "inode %" PRIu32 " (mode 0%o)", mb->id + i,
+			 le16toh(in->i_mode));
+		IN(i_mode, 0170000, V_PLAIN);
+		IN(i_links_count, MFS_LINK_MAX + 1, V_PLAIN);
+		IN(i_uid, 0, V_PLAIN);
+		IN(i_flags, MFS_USER_FL_MASK + 1, V_PLAIN);
+		IN(i_size, mfs_max_file_size(BS) + 1, V_PLAIN);
+		IN(i_blocks, 2 * blocks + 1, V_PLAIN);
+		IN(i_mtime_nsec, 1000000000, V_PLAIN);
+		IN(i_xattr_block, blocks, V_BLOCK);
+		IN(i_next_orphan, inodes + 1, V_INODE);
+		IN(i_dtime, 0, V_PLAIN);
+		IN(i_rdev, 0, V_PLAIN);
+		for (int k = 0; k < MFS_N_BLOCKS; k++)
+			fld(fs, base, offsetof(struct mfs_inode, i_block) + 4 * (uint32_t)k, 4,
+			    blocks, V_BLOCK, "i_block[%d]", k);
+		/* The first in-inode xattr entry's index, name length, value size. */
+		fld(fs, base, offsetof(struct mfs_inode, i_xattr), 1, 8, V_PLAIN,
+		    "i_xattr e_name_index");
+		fld(fs, base, offsetof(struct mfs_inode, i_xattr) + 1, 1, 0, V_PLAIN,
+		    "i_xattr e_name_len");
+		fld(fs, base, offsetof(struct mfs_inode, i_xattr) + 2, 2,
+		    MFS_INODE_XATTR_SIZE + 1, V_PLAIN, "i_xattr e_value_size");
+		break;
+	}
+	case MK_DIR: {
+		uint32_t recs[BS / MFS_DIRENT_HEADER], n = 0, off = 0, r;
+		uint16_t rl;
+
+		while (off + MFS_DIRENT_HEADER <= BS) {
+			memcpy(&rl, b + off + 4, 2);
+			recs[n++] = off;
+			if (le16toh(rl) < MFS_DIRENT_HEADER)
+				break;
+			off += le16toh(rl);
+		}
+		r = recs[rng(s) % n];
+		memcpy(&rl, b + r + 4, 2);
+		snprintf(where, wlen, "entry at byte %" PRIu32 " of directory %" PRIu32
+			 " (block %" PRIu64 ")", r, mb->id, mb->blk);
+		DE(inode, inodes + 1, V_INODE);
+		DE(rec_len, BS - r + 4, V_PLAIN);
+		DE(name_len, le16toh(rl) - MFS_DIRENT_HEADER + 1u, V_PLAIN);
+		DE(file_type, MFS_FT_MAX, V_PLAIN);
+		break;
+	}
+	case MK_IND: {
+		uint32_t apb = mfs_addr_per_block(BS), k = (uint32_t)(rng(s) % apb), p;
+
+		/* Two times in three a pointer in use, if the block has one. */
+		for (uint32_t j = 0, search = rng(s) % 3; search && j < apb; j++) {
+			memcpy(&p, b + 4 * ((k + j) % apb), 4);
+			if (p) {
+				k = (k + j) % apb;
+				break;
+			}
+		}
+		snprintf(where, wlen, "indirect block %" PRIu64 " of inode %" PRIu32, mb->blk,
+			 mb->id);
+		fld(fs, 0, 4 * k, 4, blocks, V_BLOCK, "pointer %" PRIu32, k);
+		break;
+	}
+	case MK_XATTR:
+		snprintf(where, wlen, "xattr block %" PRIu64 " of inode %" PRIu32, mb->blk,
+			 mb->id);
+		XH(h_magic, 0, V_PLAIN);
+		XH(h_refcount, 2, V_PLAIN);
+		XH(h_used, BS - 20 + 1, V_PLAIN);
+		XH(h_reserved, 0, V_PLAIN);
+		fld(fs, 16, 0, 1, 8, V_PLAIN, "e_name_index");
+		fld(fs, 16, 1, 1, 0, V_PLAIN, "e_name_len");
+		fld(fs, 16, 2, 2, BS, V_PLAIN, "e_value_size");
+		break;
+	case MK_REGION: {
+		struct mfs_region_header h;
+		uint32_t k, base;
+
+		memcpy(&h, b, sizeof(h));
+		k = le32toh(h.rh_count) ? (uint32_t)(rng(s) % le32toh(h.rh_count)) : 0;
+		base = MFS_REGION_HDR_SIZE + k * MFS_REGION_ENTRY_SIZE;
+		snprintf(where, wlen, "region table (block %" PRIu64 ")", mb->blk);
+		RH(rh_magic, 0, V_PLAIN);
+		RH(rh_count, (BS - MFS_REGION_HDR_SIZE) / MFS_REGION_ENTRY_SIZE + 1, V_PLAIN);
+		RH(rh_entry_size, MFS_REGION_ENTRY_SIZE + 1, V_PLAIN);
+		fld(fs, base, offsetof(struct mfs_region_entry, re_start), 8, dev, V_BLOCK,
+		    "entry %" PRIu32 " re_start", k);
+		fld(fs, base, offsetof(struct mfs_region_entry, re_blocks), 8, dev, V_PLAIN,
+		    "entry %" PRIu32 " re_blocks", k);
+		fld(fs, base, offsetof(struct mfs_region_entry, re_bytes), 8, 0, V_PLAIN,
+		    "entry %" PRIu32 " re_bytes", k);
+		fld(fs, base, offsetof(struct mfs_region_entry, re_flags), 4, 1, V_PLAIN,
+		    "entry %" PRIu32 " re_flags", k);
+		fld(fs, base, 0, 1, 0, V_PLAIN, "entry %" PRIu32 " re_name[0]", k);
+		break;
+	}
+	case MK_JSUPER: {
+		struct jnl_superblock j;
+
+		memcpy(&j, b, sizeof(j));
+		snprintf(where, wlen, "journal superblock (block %" PRIu64 ")", mb->blk);
+		JS(s_header.h_blocktype, JNL_BT_SUPERBLOCK + 1, V_PLAIN);
+		JS(s_block_size, BS + 1, V_PLAIN);
+		JS(s_maxlen, le32toh(j.s_maxlen) + 1, V_PLAIN);
+		JS(s_first, le32toh(j.s_maxlen), V_PLAIN);
+		JS(s_sequence, 0, V_PLAIN);
+		JS(s_start, le32toh(j.s_maxlen), V_PLAIN);
+		JS(s_errno, 0, V_PLAIN);
+		JS(s_feature_incompat, 1, V_PLAIN);
+		JS(s_max_trans_blocks, le32toh(j.s_maxlen) + 1, V_PLAIN);
+		break;
+	}
+	}
+}
+
+static void damage_field(uint8_t *img, const struct meta *m, uint64_t *s)
+{
+	static struct fields fs;
+	const struct mblk *mb = pick(m, s);
+	const struct field *f;
+	char where[96];
+	uint64_t v, ones;
+	unsigned int nv;
+
+	fields_of(img, m, mb, s, &fs, where, sizeof(where));
+	f = &fs.f[rng(s) % fs.n];
+	if (!f->size) {                            /* a whole bitmap */
+		v = rng(s) % 2 ? 0xff : 0;
+		memset(img + mb->blk * BS, (int)v, BS);
+		snprintf(what, sizeof(what), "%s: every byte 0x%02" PRIx64, where, v);
+		reseal(img, m, mb);
+		return;
+	}
+	ones = f->size == 8 ? UINT64_MAX : (1ull << (8 * f->size)) - 1;
+	nv = f->also != V_PLAIN ? 6 : f->lim ? 5 : 3;
+	switch (rng(s) % nv) {
+	case 0: v = 0; break;
+	case 1: v = 1; break;
+	case 2: v = ones; break;
+	case 3: v = f->lim - 1; break;              /* the last value allowed */
+	case 4: v = f->lim; break;                  /* the first past it */
+	default:
+		if (f->also == V_BLOCK)
+			v = m->b[rng(s) % m->n].blk;
+		else
+			v = m->inos[rng(s) % m->ninos];
+		break;
+	}
+	v &= ones;
+	put_le(img + mb->blk * BS + f->off, f->size, v);
+	snprintf(what, sizeof(what), "%s: %s = %" PRIu64 " (0x%" PRIx64 ")", where, f->name,
+		 v, v);
+	reseal(img, m, mb);
+}
+
+static void damage_swap(uint8_t *img, const struct meta *m, uint64_t *s)
+{
+	const struct mblk *a = pick(m, s), *b = a, *first, *second;
+	static uint8_t tmp[BS];
+	bool resealed = rng(s) % 4 != 0;
+
+	while (b->kind == a->kind)
+		b = pick(m, s);
+	memcpy(tmp, img + a->blk * BS, BS);
+	memcpy(img + a->blk * BS, img + b->blk * BS, BS);
+	memcpy(img + b->blk * BS, tmp, BS);
+	snprintf(what, sizeof(what), "blocks %" PRIu64 " (%s) and %" PRIu64 " (%s) swapped%s",
+		 a->blk, mkind_name[a->kind], b->blk, mkind_name[b->kind],
+		 resealed ? ", resealed" : "");
+	if (!resealed)
+		return;
+	/* A bitmap's checksum is in a descriptor: reseal the descriptors first. */
+	first = b->kind == MK_BBITMAP || b->kind == MK_IBITMAP ? a : b;
+	second = first == a ? b : a;
+	reseal(img, m, first);
+	reseal(img, m, second);
+}
+
 static void damage(uint8_t *img, const struct meta *m, uint64_t seed)
 {
 	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-	unsigned int blocks = 1 + rng(&s) % 3;
 
-	for (unsigned int k = 0; k < blocks; k++) {
-		uint8_t *b = img + m->blk[rng(&s) % m->n] * BS;
-		unsigned int how = rng(&s) % 8, off = rng(&s) % BS;
-
-		if (how < 5) {                         /* a few bytes */
-			for (unsigned int i = 0, n = 1 + rng(&s) % 4; i < n; i++)
-				b[rng(&s) % BS] = (uint8_t)rng(&s);
-		} else if (how < 7) {                  /* a run */
-			for (unsigned int i = off; i < UT_MIN(BS, off + 64); i++)
-				b[i] = (uint8_t)rng(&s);
-		} else {                               /* the whole block */
-			for (unsigned int i = 0; i < BS; i++)
-				b[i] = (uint8_t)rng(&s);
-		}
+	switch (seed % 3) {
+	case 0: damage_bytes(img, m, &s); break;
+	case 1: damage_field(img, m, &s); break;
+	default: damage_swap(img, m, &s); break;
 	}
 }
 
@@ -247,15 +736,17 @@ static void check_fsck(const uint8_t *img, uint64_t seed)
 	unsigned n1 = 0, n2 = 0, n3 = 0;
 	int e1 = run_fsck(bd, FSCK_NO, &n1), e2, e3;
 
-	t_assert(!memcmp(bdev_mem_data(bd), img, IMG_BYTES), "seed %" PRIu64 ": fsck -n "
-		 "wrote to the image", seed);
-	t_assert(e1 == 0 || e1 == 4 || e1 == 8, "seed %" PRIu64 ": fsck -n exit %d", seed, e1);
+	t_assert(!memcmp(bdev_mem_data(bd), img, IMG_BYTES), "seed %" PRIu64 " (%s): fsck -n "
+		 "wrote to the image", seed, what);
+	t_assert(e1 == 0 || e1 == 4 || e1 == 8, "seed %" PRIu64 " (%s): fsck -n exit %d", seed,
+		 what, e1);
 	e2 = run_fsck(bd, FSCK_YES, &n2);
 	e3 = run_fsck(bd, FSCK_NO, &n3);
 	/* No superblock at all is the one thing that cannot be repaired. */
 	if (e1 != 8 || e2 != 8)
-		t_assert(e3 == 0, "seed %" PRIu64 ": after fsck -y (exit %d, %u problems) "
-			 "fsck -n exits %d with %u problems", seed, e2, n2, e3, n3);
+		t_assert(e3 == 0, "seed %" PRIu64 " (%s): after fsck -y (exit %d, %u "
+			 "problems) fsck -n exits %d with %u problems", seed, what, e2, n2,
+			 e3, n3);
 	bdev_close(bd);
 }
 
@@ -282,13 +773,16 @@ static bool damage_error(int err)
 	}
 }
 
-/* An error of a damaged image, and damage named in the log. */
-#define ALLOWED(seed, what, err) do {                                        \
-	int e_ = (err) < 0 ? (int)(err) : 0;                                  \
-	t_assert(!e_ || damage_error(e_), "seed %" PRIu64 ": %s: %s", seed,  \
-		 what, strerror(-e_));                                        \
+/* An error of a damaged image, and damage named in the log (@err is
+ * evaluated once: it may be the call). */
+#define ALLOWED(seed, op, err) do {                                        \
+	long r_ = (long)(err);                                                \
+	int e_ = r_ < 0 ? (int)r_ : 0;                                        \
+	t_assert(!e_ || damage_error(e_), "seed %" PRIu64 " (%s): %s: %s",    \
+		 seed, what, op, strerror(-e_));                              \
 	t_assert((e_ != -EUCLEAN && e_ != -EIO) || logged, "seed %" PRIu64   \
-		 ": %s: %s with nothing in the log", seed, what, strerror(-e_)); \
+		 " (%s): %s: %s with nothing in the log", seed, what, op,     \
+		 strerror(-e_));                                              \
 } while (0)
 
 struct walk {
@@ -401,16 +895,23 @@ static void check_mount(const uint8_t *img, uint64_t seed)
 	bdev_close(bd);
 }
 
-/* The damaged image of @seed as the file DIR/dmg-SEED.img. */
+/* The damaged image of @seed as the file DIR/dmg-SEED.img, its zero
+ * blocks left as holes; a line on stdout says what the damage is. */
 static void save(const uint8_t *img, const char *dir, uint64_t seed)
 {
+	static const uint8_t zero[4096];
 	char path[4096];
-	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/dmg-%" PRIu64 ".img", dir, seed);
-	f = fopen(path, "w");
-	t_assert(f && fwrite(img, 1, IMG_BYTES, f) == IMG_BYTES && !fclose(f),
-		 "cannot write %s", path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	t_assert(fd >= 0, "cannot create %s", path);
+	for (size_t off = 0; off < IMG_BYTES; off += sizeof(zero))
+		if (memcmp(img + off, zero, sizeof(zero)))
+			t_assert(pwrite(fd, img + off, sizeof(zero), (off_t)off) ==
+				 (ssize_t)sizeof(zero), "cannot write %s", path);
+	t_assert(!ftruncate(fd, IMG_BYTES) && !close(fd), "cannot write %s", path);
+	printf("dmg-%" PRIu64 ": %s\n", seed, what);
 }
 
 /* ---- the cases ------------------------------------------------------------------ */
@@ -426,11 +927,17 @@ static uint8_t *damaged;
 
 static void base(void)
 {
+	/* tf_mkfs's filesystem, with a region. */
+	struct mfs_mkfs_opts o = { .block_size = BS, .zeroed = true, .now = 1700000000,
+				   .csum_seed = 0x5eed, .nregions = 1 };
 	struct mfs_fs *fs;
 
 	if (base_bd)
 		return;
-	base_bd = tf_mkfs(BS, IMG_BYTES);
+	base_bd = t_dev_mem(IMG_BYTES, BS);
+	snprintf(o.regions[0].name, sizeof(o.regions[0].name), "blob");
+	o.regions[0].bytes = 64u << 10;
+	t_ok(mfs_mkfs(base_bd, &o));
 	damaged = malloc(IMG_BYTES);
 	t_assert(damaged, "no memory");
 	fs = tf_mount(base_bd);
@@ -460,6 +967,34 @@ static void each_damaged(void (*fn)(const uint8_t *img, uint64_t seed))
 static void test_fsck_repairs(void)
 {
 	each_damaged(check_fsck);
+}
+
+/*
+ * Seeds that once failed fsck_repairs (what their damage is depends on
+ * the populated image and the damage code: if either changes, what each
+ * seed makes is printed by --save and should be checked again).
+ */
+static const uint64_t regression_seeds[] = {
+	2551,   /* the journal inode maps a block of an inode table: pass 1
+		 * cleared the pointer, leaving the journal a hole */
+	2908,   /* the superblock's journal flag clear: was unfixable */
+	13150,  /* an indirect block mapped twice by its owner: pass 1b
+		 * copied the data blocks under it, never the block itself */
+	23605,  /* a directory's block is another file's indirect block: the
+		 * same, then pass 2 rewrote the block both still shared */
+};
+
+static void test_fsck_regressions(void)
+{
+	uint64_t f = first, n = count;
+
+	for (size_t i = 0; i < UT_ARRAY_SIZE(regression_seeds); i++) {
+		first = regression_seeds[i];
+		count = 1;
+		each_damaged(check_fsck);
+	}
+	first = f;
+	count = n;
 }
 
 /* The damaged image mounts or is refused; calls on it fail only as damage may. */
@@ -503,4 +1038,5 @@ static void setup(int *argc, char ***argv)
 
 T_MAIN_SETUP(setup(&argc, &argv),
 	     T_CASE(test_fsck_repairs),
+	     T_CASE(test_fsck_regressions),
 	     T_CASE(test_mount_survives))
