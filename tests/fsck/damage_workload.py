@@ -17,6 +17,7 @@ filesystem read-only: a create right after it, and another at the end,
 must fail with EROFS.
 """
 import errno
+import fcntl
 import os
 import stat
 import subprocess
@@ -27,12 +28,15 @@ REMOUNT_RO = sys.argv[2] == "remount-ro"
 SPECIAL = {b".miscfs", b".regions"}         # in memory: read, never changed
 PROBE = MNT + b"/.probe"                    # made first, for the read-only check
 READ_MAX = 8 << 20
+FS_IOC_GETFLAGS = 0x80086601
+FS_IMMUTABLE_FL, FS_APPEND_FL = 0x10, 0x20
 
 # What a damaged image may give, or the workload on what it has left:
 # damage (EIO, EUCLEAN), names gone or changed under it (ENOENT, ENOTDIR,
 # EISDIR, ENOTEMPTY, EEXIST, ESTALE), a full or read-only filesystem
 # (ENOSPC, EROFS), an attribute gone (ENODATA), a damaged link count at
-# its limit (EMLINK).
+# its limit (EMLINK); and EPERM where the damage made a file immutable or
+# append-only (see note()).
 ALLOWED = {errno.EIO, errno.EUCLEAN, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
            errno.ENOTEMPTY, errno.EEXIST, errno.ESTALE, errno.ENOSPC, errno.EROFS,
            errno.ENODATA, errno.EMLINK}
@@ -40,6 +44,7 @@ DAMAGE = {errno.EIO, errno.EUCLEAN}
 BY_MESSAGE = {os.strerror(e): e for e in errno.errorcode}
 
 damage_met = False
+eperm_seen = False                          # an EPERM of a protected file met
 probes = 0
 FAILED = object()                           # what call() returns for an error
 readable = []                               # directories read without an error
@@ -84,10 +89,39 @@ def probe():
     out("RO-UNSEEN")
 
 
-def note(op, path, err):
-    global damage_met
+def protected(path):
+    """Whether path is a file or directory marked immutable or append-only
+    (a flags field the damage set), which refuses a change with EPERM."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        try:
+            flags = fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return bool(int.from_bytes(flags[:4], "little") & (FS_IMMUTABLE_FL | FS_APPEND_FL))
+
+
+def note(op, path, err, args=()):
+    """An error met: allowed, or the end of the run.  EPERM is allowed where
+    a path the call named, or its directory, is immutable or append-only
+    (for rm, once one such was seen by a call of the workload's own)."""
+    global damage_met, eperm_seen
     name = errno.errorcode.get(err, str(err))
     out("ERR %s %s %s" % (name, op, show(path)))
+    if err == errno.EPERM:
+        paths = [a for a in args if isinstance(a, bytes)]
+        if any(protected(p) for p in paths + [os.path.dirname(p) for p in paths]):
+            eperm_seen = True
+            return
+        if not (op == "rm" and eperm_seen):
+            fail("%s %s: EPERM, and nothing it names is immutable or append-only"
+                 % (op, show(path)))
+        return
     if err not in ALLOWED:
         fail("%s %s: %s, not an error of a damaged image" % (op, show(path), os.strerror(err)))
     if err in DAMAGE and not damage_met:
@@ -101,7 +135,7 @@ def call(op, path, fn, *args, **kw):
     try:
         return fn(*args, **kw)
     except OSError as e:
-        note(op, path, e.errno)
+        note(op, path, e.errno, args)
         return FAILED
 
 
