@@ -3,6 +3,7 @@
  */
 #include "jnl.h"
 #include "jnl_disk.h"
+#include "jnl_i.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -90,6 +91,13 @@ int jnl_sb_check(const struct jnl_superblock *sb, uint32_t nblocks,
 	if (first == 0 || first >= maxlen || (start && (start < first || start >= maxlen)))
 		return ut_corrupt(why, whylen, "journal superblock: first %" PRIu32
 			   " / start %" PRIu32 " outside the log", first, start);
+	/* A transaction must fit a quarter of the log (jnl_open): a log too
+	 * short for one of a single block would leave every handle waiting
+	 * for room that never comes. */
+	if ((maxlen - first) / 4 < jnl_log_blocks_needed(block_size, 1, 1))
+		return ut_corrupt(why, whylen, "journal superblock: first %" PRIu32
+			   " leaves a log of %" PRIu32 " blocks, too short for a "
+			   "transaction", first, maxlen - first);
 	return 0;
 }
 
