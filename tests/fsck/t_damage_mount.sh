@@ -79,9 +79,13 @@ one_image() {
 		rm -f "$img"
 		return
 	fi
-	timeout -k 10 300 "$py" "$workload" "$mnt" "$mode" >"$dir/out" 2>&1 || rc=$?
+	timeout -k 10 300 "$py" -u "$workload" "$mnt" "$mode" >"$dir/out" 2>&1 || rc=$?
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		tail -n 20 "$dir/out"
+		tail -n 20 "$dir/daemon.err"
+		# A daemon that answers nothing keeps its callers waiting: end it.
+		fusermount3 -u -z "$mnt"
+		kill -9 "$daemon"
 		fail "$what: the workload did not end in 300 s"
 	fi
 	fusermount3 -u "$mnt" || fusermount3 -u -z "$mnt" || fail "$what: fusermount3 -u"
@@ -159,6 +163,6 @@ echo "with errors=remount-ro: $(count 'mounted .* remount-ro') mounted, $(count 
 	"failing with EROFS"
 echo "mounted by kind of damage: ${kinds[0]} ${by_kind[0]}, ${kinds[1]} ${by_kind[1]}," \
 	"${kinds[2]} ${by_kind[2]}"
-echo "errors met: $(awk '$1 == "error" { c[$2] += $3 } END {
-	for (e in c) printf "%s %d\n", e, c[e] }' "$T_DIR/tally" | sort -k2,2nr | paste -sd, |
-	sed 's/,/, /g')"
+met=$(awk '$1 == "error" { c[$2] += $3 } END { for (e in c) printf "%s %d\n", e, c[e] }' \
+	"$T_DIR/tally" | sort -k2,2nr | paste -sd, | sed 's/,/, /g')
+echo "errors met: ${met:-none}"

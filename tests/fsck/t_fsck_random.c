@@ -22,13 +22,14 @@
  * Under AddressSanitizer this also proves fsck and the mount free of
  * memory errors and leaks on every image.  Usage: t_fsck_random [FIRST
  * [COUNT]] [CASE...] (default: seeds 0..549, every case: fsck_repairs,
- * fsck_regressions and mount_survives); with --save DIR first, the damaged
- * images are only written to DIR/dmg-SEED.img, for t_damage_mount.sh to
- * mount through the daemon, and a line per image says what its damage is.
+ * fsck_regressions, mount_survives, mount_regressions); with --save DIR
+ * first, the damaged images are only written to DIR/dmg-SEED.img, for
+ * t_damage_mount.sh to mount through the daemon, and a line per image
+ * says what its damage is.
  *
- * The case fsck_regressions runs fsck_repairs on the seeds in
- * regression_seeds[] whatever FIRST and COUNT say: seeds beyond the
- * default range that once failed it.
+ * The cases fsck_regressions and mount_regressions run fsck_repairs and
+ * mount_survives on the seeds in regression_seeds[] whatever FIRST and
+ * COUNT say: seeds beyond the default range that once failed one of them.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -970,11 +971,14 @@ static void test_fsck_repairs(void)
 }
 
 /*
- * Seeds that once failed fsck_repairs (what their damage is depends on
- * the populated image and the damage code: if either changes, what each
- * seed makes is printed by --save and should be checked again).
+ * Seeds beyond the default range that once failed fsck_repairs or
+ * mount_survives (what their damage is depends on the populated image and
+ * the damage code: if either changes, what each seed makes is printed by
+ * --save and should be checked again).  Both cases run on each.
  */
 static const uint64_t regression_seeds[] = {
+	853,    /* the journal superblock's s_first leaves a log of one block:
+		 * the mount waited forever for room in it, fsck saw nothing */
 	2551,   /* the journal inode maps a block of an inode table: pass 1
 		 * cleared the pointer, leaving the journal a hole */
 	2908,   /* the superblock's journal flag clear: was unfixable */
@@ -984,23 +988,33 @@ static const uint64_t regression_seeds[] = {
 		 * same, then pass 2 rewrote the block both still shared */
 };
 
-static void test_fsck_regressions(void)
+static void each_regression(void (*fn)(const uint8_t *img, uint64_t seed))
 {
 	uint64_t f = first, n = count;
 
 	for (size_t i = 0; i < UT_ARRAY_SIZE(regression_seeds); i++) {
 		first = regression_seeds[i];
 		count = 1;
-		each_damaged(check_fsck);
+		each_damaged(fn);
 	}
 	first = f;
 	count = n;
+}
+
+static void test_fsck_regressions(void)
+{
+	each_regression(check_fsck);
 }
 
 /* The damaged image mounts or is refused; calls on it fail only as damage may. */
 static void test_mount_survives(void)
 {
 	each_damaged(check_mount);
+}
+
+static void test_mount_regressions(void)
+{
+	each_regression(check_mount);
 }
 
 static void save_one(const uint8_t *img, uint64_t seed)
@@ -1039,4 +1053,5 @@ static void setup(int *argc, char ***argv)
 T_MAIN_SETUP(setup(&argc, &argv),
 	     T_CASE(test_fsck_repairs),
 	     T_CASE(test_fsck_regressions),
-	     T_CASE(test_mount_survives))
+	     T_CASE(test_mount_survives),
+	     T_CASE(test_mount_regressions))
