@@ -31,12 +31,24 @@ READ_MAX = 8 << 20
 FS_IOC_GETFLAGS = 0x80086601
 FS_IMMUTABLE_FL, FS_APPEND_FL = 0x10, 0x20
 
+
+def overflow_id(kind):
+    try:
+        with open("/proc/sys/fs/overflow" + kind) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 65534
+
+
+OVERFLOW_UID, OVERFLOW_GID = overflow_id("uid"), overflow_id("gid")
+
 # What a damaged image may give, or the workload on what it has left:
 # damage (EIO, EUCLEAN), names gone or changed under it (ENOENT, ENOTDIR,
 # EISDIR, ENOTEMPTY, EEXIST, ESTALE), a full or read-only filesystem
 # (ENOSPC, EROFS), an attribute gone (ENODATA), a damaged link count at
-# its limit (EMLINK); and EPERM where the damage made a file immutable or
-# append-only (see note()).
+# its limit (EMLINK); and EPERM and EACCES where the damage made a file
+# immutable or append-only, or gave it an owner the kernel cannot map
+# (see note()).
 ALLOWED = {errno.EIO, errno.EUCLEAN, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
            errno.ENOTEMPTY, errno.EEXIST, errno.ESTALE, errno.ENOSPC, errno.EROFS,
            errno.ENODATA, errno.EMLINK}
@@ -44,7 +56,6 @@ DAMAGE = {errno.EIO, errno.EUCLEAN}
 BY_MESSAGE = {os.strerror(e): e for e in errno.errorcode}
 
 damage_met = False
-eperm_seen = False                          # an EPERM of a protected file met
 probes = 0
 FAILED = object()                           # what call() returns for an error
 readable = []                               # directories read without an error
@@ -106,21 +117,41 @@ def protected(path):
     return bool(int.from_bytes(flags[:4], "little") & (FS_IMMUTABLE_FL | FS_APPEND_FL))
 
 
+def unmapped(path):
+    """Whether path is owned by a user or group the damage set to -1, which
+    the kernel cannot map: it shows as the overflow id, and root's override
+    of permissions does not apply to it, so a change gives EACCES."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return st.st_uid == OVERFLOW_UID or st.st_gid == OVERFLOW_GID
+
+
+# Errors allowed only where the damage explains them: (test, what it says).
+EXPLAINED = {
+    errno.EPERM: (protected, "is immutable or append-only"),
+    errno.EACCES: (unmapped, "is owned by an id the kernel cannot map"),
+}
+explained = set()                           # those seen explained so far
+
+
 def note(op, path, err, args=()):
-    """An error met: allowed, or the end of the run.  EPERM is allowed where
-    a path the call named, or its directory, is immutable or append-only
-    (for rm, once one such was seen by a call of the workload's own)."""
-    global damage_met, eperm_seen
+    """An error met: allowed, or the end of the run.  EPERM and EACCES are
+    allowed where a path the call named, or its directory, explains them
+    (for rm, whose paths are in its messages, once the workload's own calls
+    met one so explained)."""
+    global damage_met
     name = errno.errorcode.get(err, str(err))
     out("ERR %s %s %s" % (name, op, show(path)))
-    if err == errno.EPERM:
+    if err in EXPLAINED:
+        test, what = EXPLAINED[err]
         paths = [a for a in args if isinstance(a, bytes)]
-        if any(protected(p) for p in paths + [os.path.dirname(p) for p in paths]):
-            eperm_seen = True
+        if any(test(p) for p in paths + [os.path.dirname(p) for p in paths]):
+            explained.add(err)
             return
-        if not (op == "rm" and eperm_seen):
-            fail("%s %s: EPERM, and nothing it names is immutable or append-only"
-                 % (op, show(path)))
+        if not (op == "rm" and err in explained):
+            fail("%s %s: %s, and nothing it names %s" % (op, show(path), name, what))
         return
     if err not in ALLOWED:
         fail("%s %s: %s, not an error of a damaged image" % (op, show(path), os.strerror(err)))
