@@ -37,7 +37,7 @@ command -v rm >/dev/null || skip "no rm"
 
 # A log line that names the structure damage was found in.
 named='(inode|block|director|bitmap|group|descriptor|orphan|region|superblock|journal'
-named+='|xattr|entry|free)'
+named+='|xattr|entry|free|feature)'
 ro_line='errors=remount-ro: the filesystem is now read-only'
 
 # A sanitizer's report in the daemon's log fails the image, whatever the
