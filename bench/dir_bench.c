@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 {
 	unsigned n = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 100000;
 	unsigned ops = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 1000;
-	struct mfs_mkfs_opts mo = { .block_size = 4096, .zeroed = true,
+	struct fmt_mkfs_opts mo = { .block_size = 4096, .zeroed = true,
 				    .inodes = n + 2 * ops + 4096 };
 	struct mfs_mount_opts o = { .cache_bytes = 64u << 20 };
 	uint64_t bytes = UT_MAX(64ull << 20, ((uint64_t)n + 65536) * 4096);
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	check(bdev_mem_create(bytes, 4096, &bd), "memory device");
-	check(mfs_mkfs(bd, &mo), "mkfs");
+	check(fmt_mkfs(bd, &mo), "mkfs");
 	check(mfs_mount(bd, &o, &fs), "mount");
 	check(mfs_mkdir(fs, &root, MFS_ROOT_INO, "d", 0755, &st, NULL), "mkdir");
 	t0 = ut_now_ns();

@@ -150,10 +150,10 @@ int main(int argc, char **argv)
 	src = open(argv[2], O_RDONLY | O_DIRECTORY);
 	err = src < 0 ? -errno : bdev_open(argv[1], &bo, &bd);
 	if (!err) {
-		err = mfs_sb_load(bd, &sb, &copy);
+		err = fmt_sb_load(bd, &sb, &copy);
 		bdev_close(bd);
 	}
-	bo.block_size = err ? 0 : mfs_block_size(&sb);
+	bo.block_size = err ? 0 : fmt_block_size(&sb);
 	if (!err)
 		err = bdev_open(argv[1], &bo, &bd);
 	if (!err)

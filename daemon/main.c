@@ -324,11 +324,11 @@ static int open_image(const struct args *a, struct bdev **out)
 		mlog_err("%s: %s", a->image, strerror(-err));
 		return err;
 	}
-	err = mfs_sb_load_torn(bd, &sb, &copy, &torn);   /* the mount decides */
+	err = fmt_sb_load_torn(bd, &sb, &copy, &torn);   /* the mount decides */
 	bdev_close(bd);
 	if (err)
 		return err;
-	o.block_size = mfs_block_size(&sb);
+	o.block_size = fmt_block_size(&sb);
 	err = bdev_open(a->image, &o, out);
 	if (err)
 		mlog_err("%s: %s", a->image, strerror(-err));

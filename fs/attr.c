@@ -210,7 +210,7 @@ static int truncate_done(struct mfs_node *n)
 static int truncate_same(struct mfs_node *n)
 {
 	uint64_t from = UT_DIV_ROUND_UP(node_size(n), n->fs->bs);
-	uint64_t end = mfs_max_file_blocks(n->fs->bs), data;
+	uint64_t end = fmt_max_file_blocks(n->fs->bs), data;
 	int err = set_size(n, node_size(n), false);
 
 	if (!err)
@@ -227,7 +227,7 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr, uint64_t 
 	int err;
 
 	(void)cr;
-	if (size > mfs_max_file_size(n->fs->bs))
+	if (size > fmt_max_file_size(n->fs->bs))
 		return -EFBIG;
 	if (size == old)
 		return truncate_same(n);

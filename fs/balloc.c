@@ -274,7 +274,7 @@ static int bitmap_get(struct mfs_fs *fs, uint32_t g, bool inodes,
 	struct mfs_group *grp = &fs->groups[g];
 	bool *ok = inodes ? &grp->ibitmap_ok : &grp->bbitmap_ok;
 	uint32_t want = le32toh(inodes ? gd->bg_inode_bitmap_csum : gd->bg_block_bitmap_csum);
-	uint32_t meta = mfs_group_meta_blocks(&fs->sb, g);
+	uint32_t meta = fmt_group_meta_blocks(&fs->sb, g);
 	const char *why = NULL;
 	int err;
 
@@ -282,7 +282,7 @@ static int bitmap_get(struct mfs_fs *fs, uint32_t g, bool inodes,
 	err = mfs_meta_read(fs, *blk, pg);
 	if (err || *ok)
 		return err;
-	if (mfs_bitmap_csum(&fs->sb, inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP,
+	if (fmt_bitmap_csum(&fs->sb, inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP,
 			    g, (*pg)->data) != want)
 		why = "checksum mismatch";
 	else if (!inodes && find_zero((*pg)->data, 0, meta) < meta)
@@ -314,7 +314,7 @@ static int gdesc_update(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 			bool inodes, const void *bitmap, int32_t dfree, int32_t ddirs)
 {
 	uint32_t off;
-	uint64_t blk = mfs_gdesc_block(&fs->sb, g, &off);
+	uint64_t blk = fmt_gdesc_block(&fs->sb, g, &off);
 	struct pc_page *pg;
 	struct mfs_group_desc *gd = mfs_gdesc(fs, g, &pg);
 	int err = jnl_get_write_access(h, pg, blk);
@@ -322,7 +322,7 @@ static int gdesc_update(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 
 	if (err)
 		return err;
-	csum = mfs_bitmap_csum(&fs->sb, inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP,
+	csum = fmt_bitmap_csum(&fs->sb, inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP,
 			       g, bitmap);
 	pc_lock_page(pg);
 	if (inodes) {
@@ -333,7 +333,7 @@ static int gdesc_update(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 		count_add(&gd->bg_free_blocks_count, dfree);
 		gd->bg_block_bitmap_csum = htole32(csum);
 	}
-	gd->bg_checksum = htole32(mfs_gdesc_csum(&fs->sb, g, gd));
+	gd->bg_checksum = htole32(fmt_gdesc_csum(&fs->sb, g, gd));
 	pc_unlock_page(pg);
 	return jnl_dirty(h, blk);
 }
@@ -390,8 +390,8 @@ static int bitmap_change(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 static int group_find_block(struct mfs_fs *fs, uint32_t g, uint32_t start,
 			    uint32_t *bit)
 {
-	uint32_t n = mfs_group_nblocks(&fs->sb, g);
-	uint64_t first = mfs_group_first_block(&fs->sb, g), blk;
+	uint32_t n = fmt_group_nblocks(&fs->sb, g);
+	uint64_t first = fmt_group_first_block(&fs->sb, g), blk;
 	struct pc_page *pg;
 	int err = bitmap_get(fs, g, false, &pg, &blk);
 
@@ -420,7 +420,7 @@ static int group_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g
 		err = bitmap_change(fs, h, g, false, bit, 1, true, 0);
 	pthread_mutex_unlock(&grp->lock);
 	if (!err) {
-		*blk = mfs_group_first_block(&fs->sb, g) + bit;
+		*blk = fmt_group_first_block(&fs->sb, g) + bit;
 		thread_allocated++;
 	}
 	return err;
@@ -467,7 +467,7 @@ int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 		uint32_t run = UT_MIN(n, fs->bpg - bit);
 
 		/* The group's metadata comes first in it, and is never free. */
-		if (bit < mfs_group_meta_blocks(&fs->sb, g))
+		if (bit < fmt_group_meta_blocks(&fs->sb, g))
 			return mfs_error(fs, "freeing blocks %" PRIu64 "+%" PRIu32 ", on "
 					 "the metadata of group %" PRIu32, blk, run, g);
 		/* Pending before the group's lock goes: an allocation in between

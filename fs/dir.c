@@ -2,7 +2,7 @@
  * dir.c - directory blocks: every access to the record layout is here.
  *
  * A directory's blocks are pages of its own mapping.  Each page is checked
- * once, when it is first used after being read (mfs_dirblock_check, the
+ * once, when it is first used after being read (fmt_dirblock_check, the
  * same rules the tools apply), under its page lock, and then marked with
  * PG_fs_misc; a bad page gets PG_error as well, one log line naming the
  * directory and the block, and -EIO for every operation that needs it.
@@ -35,20 +35,6 @@
 #define MAX_PLACES 8
 /* Returned by the index's helpers for a directory without an index. */
 #define NO_INDEX 2
-
-uint8_t mfs_mode_to_ft(uint16_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return MFS_FT_REG_FILE;
-	case S_IFDIR: return MFS_FT_DIR;
-	case S_IFCHR: return MFS_FT_CHRDEV;
-	case S_IFBLK: return MFS_FT_BLKDEV;
-	case S_IFIFO: return MFS_FT_FIFO;
-	case S_IFSOCK: return MFS_FT_SOCK;
-	case S_IFLNK: return MFS_FT_SYMLINK;
-	default: return MFS_FT_UNKNOWN;
-	}
-}
 
 static uint32_t dir_end(struct mfs_fs *fs)
 {
@@ -91,7 +77,7 @@ static void check_page(struct mfs_node *dir, uint64_t lblk, struct pc_page *pg)
 	if (PageMiscFS(pg) || PageError(pg))
 		return;
 	atomic_fetch_add(&fs->st.dir_checked, 1);
-	if (!mfs_dirblock_check(&fs->sb, dir->ino, pg->data, why, sizeof(why))) {
+	if (!fmt_dirblock_check(&fs->sb, dir->ino, pg->data, why, sizeof(why))) {
 		SetPageMiscFS(pg);
 		return;
 	}
@@ -389,7 +375,7 @@ static int dir_access(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
 /* Page locked: the checksum after a change. */
 static void dir_seal(struct mfs_node *dir, struct pc_page *pg)
 {
-	mfs_block_set_csum(&dir->fs->sb, MFS_CSUM_DIR, dir->ino, pg->data);
+	fmt_block_set_csum(&dir->fs->sb, MFS_CSUM_DIR, dir->ino, pg->data);
 }
 
 static int dir_done(struct mfs_node *dir, struct jnl_handle *h, uint64_t pblk,

@@ -86,7 +86,7 @@ static int falloc_checks(struct mfs_fs *fs, struct mfs_file *f, int mode,
 		return -EISDIR;
 	if (!S_ISREG(node_mode(n)) || !n->map)
 		return -ENODEV;
-	if (off + len > mfs_max_file_size(fs->bs))
+	if (off + len > fmt_max_file_size(fs->bs))
 		return -EFBIG;
 	return mfs_check_rw(fs);
 }

@@ -513,7 +513,7 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 		  unsigned int flags)
 {
 	struct mfs_node *n = f->n;
-	uint64_t max = mfs_max_file_size(fs->bs);
+	uint64_t max = fmt_max_file_size(fs->bs);
 	size_t done = 0;
 	int err;
 

@@ -83,7 +83,7 @@ static int inode_place(struct mfs_fs *fs, uint32_t ino, uint64_t *blk, uint32_t 
 	if (ino == 0 || ino > fs->ninodes)
 		return mfs_error(fs, "inode %" PRIu32 " is out of range", ino);
 	gd = mfs_gdesc(fs, (ino - 1) / fs->ipg, NULL);
-	*blk = mfs_inode_block(&fs->sb, le32toh(gd->bg_inode_table), ino, off);
+	*blk = fmt_inode_block(&fs->sb, le32toh(gd->bg_inode_table), ino, off);
 	return 0;
 }
 
@@ -92,13 +92,13 @@ static int inode_check(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *
 {
 	char why[256];
 
-	if (mfs_inode_never_used(in))
+	if (fmt_inode_never_used(in))
 		return mfs_error(fs, "inode %" PRIu32 " (block %" PRIu64 ") is named "
 				 "but was never used", ino, blk);
-	if (le32toh(in->i_checksum) != mfs_inode_csum(&fs->sb, ino, in))
+	if (le32toh(in->i_checksum) != fmt_inode_csum(&fs->sb, ino, in))
 		return mfs_error(fs, "inode %" PRIu32 " (block %" PRIu64 "): checksum "
 				 "mismatch", ino, blk);
-	if (mfs_inode_check(&fs->sb, ino, in, why, sizeof(why)))
+	if (fmt_inode_check(&fs->sb, ino, in, why, sizeof(why)))
 		return mfs_error(fs, "%s", why);
 	return 0;
 }
@@ -147,7 +147,7 @@ int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data)
 		return err;
 	pc_lock_page(pg);
 	pthread_mutex_lock(&n->lock);
-	n->raw.i_checksum = htole32(mfs_inode_csum(&fs->sb, n->ino, &n->raw));
+	n->raw.i_checksum = htole32(fmt_inode_csum(&fs->sb, n->ino, &n->raw));
 	memcpy((char *)pg->data + off, &n->raw, sizeof(n->raw));
 	n->last_tid = h->h_tid;
 	if (data)
@@ -167,7 +167,7 @@ static bool has_data(const struct mfs_inode *in)
 	uint16_t mode = le16toh(in->i_mode);
 
 	return S_ISREG(mode) || S_ISDIR(mode) ||
-	       (S_ISLNK(mode) && !mfs_inode_is_fast_symlink(in));
+	       (S_ISLNK(mode) && !fmt_inode_is_fast_symlink(in));
 }
 
 static void node_free(struct mfs_node *n)

@@ -30,7 +30,7 @@ static int ind_read(struct mfs_node *n, uint64_t blk, struct pc_page **pg)
 
 	if (err)
 		return err;
-	if (!mfs_block_csum_ok(&fs->sb, MFS_CSUM_INDIRECT, n->ino, (*pg)->data)) {
+	if (!fmt_block_csum_ok(&fs->sb, MFS_CSUM_INDIRECT, n->ino, (*pg)->data)) {
 		pc_put_page(*pg);
 		return mfs_error(fs, "indirect block %" PRIu64 " of inode %" PRIu32
 				 ": checksum mismatch", blk, n->ino);
@@ -44,7 +44,7 @@ static int ptr_check(struct mfs_node *n, uint64_t ptr, uint64_t from)
 
 	if (ptr >= n->fs->nblocks || ptr < le32toh(n->fs->sb.s_first_data_block))
 		where = "outside the filesystem";
-	else if (mfs_block_in_group_meta(&n->fs->sb, ptr))
+	else if (fmt_block_in_group_meta(&n->fs->sb, ptr))
 		where = "on the metadata of its group";
 	else
 		return 0;
@@ -56,7 +56,7 @@ static int ptr_check(struct mfs_node *n, uint64_t ptr, uint64_t from)
 static int lookup_locked(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
 {
 	uint32_t off[4];
-	int depth = mfs_block_to_path(n->fs->apb, lblk, off);
+	int depth = fmt_block_to_path(n->fs->apb, lblk, off);
 	uint64_t ptr;
 	int err = 0;
 
@@ -138,7 +138,7 @@ int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
 	struct seek_ctx c = { .n = n, .data = data, .next = lblk, .found = end };
 	struct mfs_inode in;
 	char why[160] = "";
-	struct mfs_bmap_walk w = {
+	struct fmt_bmap_walk w = {
 		.sb = &fs->sb, .ino = n->ino, .in = &in,
 		.read_block = seek_read, .read_ctx = &c,
 		.data = seek_block, .ctx = &c, .why = why, .whylen = sizeof(why),
@@ -149,7 +149,7 @@ int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
 	pthread_mutex_lock(&n->lock);
 	in = n->raw;
 	pthread_mutex_unlock(&n->lock);
-	err = mfs_bmap_walk(&w, lblk, end);
+	err = fmt_bmap_walk(&w, lblk, end);
 	pthread_rwlock_unlock(&n->map_lock);
 	if (err < 0)
 		return err == -EUCLEAN ? mfs_error(fs, "%s", why) : err;
@@ -174,7 +174,7 @@ static uint64_t goal_of(struct mfs_node *n)
 
 	if (n->goal)
 		return n->goal;
-	return mfs_group_first_block(&fs->sb, (n->ino - 1) / fs->ipg);
+	return fmt_group_first_block(&fs->sb, (n->ino - 1) / fs->ipg);
 }
 
 static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
@@ -202,7 +202,7 @@ static int new_indirect(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
 	if (err)
 		return err;
 	pc_lock_page(pg);
-	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
+	fmt_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
 	pc_unlock_page(pg);
 	err = mfs_meta_dirty(fs, h, *blk, pg);
 	pc_put_page(pg);
@@ -228,7 +228,7 @@ static int set_slot(struct mfs_node *n, struct jnl_handle *h, uint64_t parent,
 		return err;
 	pc_lock_page(pg);
 	ind_ptrs(pg)[i] = htole32((uint32_t)blk);
-	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
+	fmt_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
 	pc_unlock_page(pg);
 	err = mfs_meta_dirty(fs, h, parent, pg);
 	pc_put_page(pg);
@@ -259,7 +259,7 @@ static int alloc_locked(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 			uint64_t *pblk, bool *isnew)
 {
 	uint32_t off[4];
-	int depth = mfs_block_to_path(n->fs->apb, lblk, off);
+	int depth = fmt_block_to_path(n->fs->apb, lblk, off);
 	uint64_t parent = 0, ptr = 0;
 	int err = 0;
 
@@ -505,7 +505,7 @@ static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
 	/* What changed goes to the journal even when a child failed: the
 	 * block in memory and on the disk must say the same. */
 	pc_lock_page(pg);
-	mfs_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, t->n->ino, pg->data);
+	fmt_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, t->n->ino, pg->data);
 	pc_unlock_page(pg);
 	e = jnl_dirty(t->h, blk);
 	err = err ? err : e;
@@ -581,7 +581,7 @@ int mfs_bmap_free_range(struct mfs_node *n, uint64_t from, uint64_t end)
 	bool more = from < end;
 	int err = 0;
 
-	if (S_ISLNK(node_mode(n)) && mfs_inode_is_fast_symlink(&n->raw))
+	if (S_ISLNK(node_mode(n)) && fmt_inode_is_fast_symlink(&n->raw))
 		return 0;
 	while (more && !err)
 		err = trunc_step(n, from, end, &more);

@@ -132,18 +132,18 @@ struct mfs_group_desc *mfs_gdesc(struct mfs_fs *fs, uint32_t g,
 static int gdesc_check(struct mfs_fs *fs, uint32_t g,
 		       const struct mfs_group_desc *gd)
 {
-	uint64_t first = mfs_group_first_block(&fs->sb, g);
-	uint64_t end = first + mfs_group_nblocks(&fs->sb, g);
+	uint64_t first = fmt_group_first_block(&fs->sb, g);
+	uint64_t end = first + fmt_group_nblocks(&fs->sb, g);
 	uint64_t bb = le32toh(gd->bg_block_bitmap), ib = le32toh(gd->bg_inode_bitmap);
 	uint64_t it = le32toh(gd->bg_inode_table);
 
-	if (le32toh(gd->bg_checksum) != mfs_gdesc_csum(&fs->sb, g, gd))
+	if (le32toh(gd->bg_checksum) != fmt_gdesc_csum(&fs->sb, g, gd))
 		return mfs_error(fs, "group descriptor %" PRIu32 ": checksum mismatch", g);
 	if (bb < first || bb >= end || ib < first || ib >= end || it < first ||
-	    it + mfs_itable_blocks(&fs->sb) > end)
+	    it + fmt_itable_blocks(&fs->sb) > end)
 		return mfs_error(fs, "group descriptor %" PRIu32 ": bitmaps or inode "
 				 "table outside the group", g);
-	if (le32toh(gd->bg_free_blocks_count) > mfs_group_nblocks(&fs->sb, g) ||
+	if (le32toh(gd->bg_free_blocks_count) > fmt_group_nblocks(&fs->sb, g) ||
 	    le32toh(gd->bg_free_inodes_count) > fs->ipg ||
 	    le32toh(gd->bg_used_dirs_count) > fs->ipg)
 		return mfs_error(fs, "group descriptor %" PRIu32 ": counts exceed the "
@@ -156,7 +156,7 @@ static int gdesc_check(struct mfs_fs *fs, uint32_t g,
 int mfs_gdt_load(struct mfs_fs *fs)
 {
 	uint32_t n = le16toh(fs->sb.s_gdt_blocks), off;
-	uint64_t first = mfs_gdesc_block(&fs->sb, 0, &off);
+	uint64_t first = fmt_gdesc_block(&fs->sb, 0, &off);
 	struct pc_page **pages = fs->gdt;
 	int err = 0;
 
@@ -205,7 +205,7 @@ int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h)
 	pc_lock_page(pg);
 	sb = sb_in_page(pg);
 	sb->s_last_orphan = htole32(fs->orphan_head);   /* orphan_lock held */
-	mfs_sb_set_csum(sb);
+	fmt_sb_set_csum(sb);
 	pc_unlock_page(pg);
 	err = mfs_meta_dirty(fs, h, blk, pg);
 	pc_put_page(pg);

@@ -61,7 +61,7 @@ static int load_super(struct mfs_fs *fs, bool replayed)
 	uint32_t copy;
 	char why[256];
 	bool torn;
-	int err = mfs_sb_load_torn(fs->bd, &fs->sb, &copy, &torn);
+	int err = fmt_sb_load_torn(fs->bd, &fs->sb, &copy, &torn);
 
 	if (err)
 		return err;
@@ -81,13 +81,13 @@ static int load_super(struct mfs_fs *fs, bool replayed)
 			  "checksum is stale: mounting with them, and writing it "
 			  "again on a read-write mount");
 	}
-	err = mfs_sb_check(&fs->sb, fs->bd->size, why, sizeof(why));
+	err = fmt_sb_check(&fs->sb, fs->bd->size, why, sizeof(why));
 	if (err) {
 		mlog_err("cannot mount: %s", why);
 		return err;
 	}
-	fs->bs = mfs_block_size(&fs->sb);
-	fs->apb = mfs_addr_per_block(fs->bs);
+	fs->bs = fmt_block_size(&fs->sb);
+	fs->apb = fmt_addr_per_block(fs->bs);
 	fs->ipg = le32toh(fs->sb.s_inodes_per_group);
 	fs->bpg = le32toh(fs->sb.s_blocks_per_group);
 	fs->ngroups = le32toh(fs->sb.s_groups_count);
@@ -107,26 +107,26 @@ static int load_super(struct mfs_fs *fs, bool replayed)
  * recovery has run). */
 static int load_jmap(struct mfs_fs *fs)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
-	struct mfs_bmap_walk w;
+	struct fmt_bmap_walk w;
 	uint32_t n = le32toh(fs->sb.s_journal_blocks);
 	uint64_t *map;
-	int err = mfs_raw_open(fs->bd, &raw);
+	int err = fmt_raw_open(fs->bd, &raw);
 
 	if (err)
 		return err;
-	err = mfs_raw_inode(&raw, MFS_JOURNAL_INO, &in);
+	err = fmt_raw_inode(&raw, MFS_JOURNAL_INO, &in);
 	map = calloc(n, sizeof(*map));
 	if (!err && !map)
 		err = -ENOMEM;
 	if (!err) {
-		mfs_raw_bmap_walk_init(&raw, MFS_JOURNAL_INO, &in, &w);
-		err = mfs_bmap_map_all(&w, map, n);
+		fmt_raw_bmap_walk_init(&raw, MFS_JOURNAL_INO, &in, &w);
+		err = fmt_bmap_map_all(&w, map, n);
 	}
 	if (err == -EUCLEAN)
 		mlog_err("cannot mount: journal: %s", raw.why);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	if (err)
 		free(map);
 	else
@@ -158,14 +158,14 @@ static int sb_flags_write(struct mfs_fs *fs, uint16_t state, uint32_t set,
 	if (!err)
 		err = bdev_read(fs->bd, blk * fs->bs, buf, fs->bs);
 	if (!err && (le32toh(sb->s_magic) != MFS_MAGIC ||
-		     !(atomic_load(&fs->sb_torn) ? mfs_sb_fields_whole(sb) :
-		       le32toh(sb->s_checksum) == mfs_sb_csum(sb))))
+		     !(atomic_load(&fs->sb_torn) ? fmt_sb_fields_whole(sb) :
+		       le32toh(sb->s_checksum) == fmt_sb_csum(sb))))
 		err = -EUCLEAN;
 	if (!err) {
 		sb->s_state |= htole16(state);
 		sb->s_feature_incompat = htole32((le32toh(sb->s_feature_incompat) | set) &
 						 ~clear);
-		mfs_sb_set_csum(sb);
+		fmt_sb_set_csum(sb);
 		err = bdev_write(fs->bd, blk * fs->bs, buf, fs->bs);
 	}
 	if (!err)
@@ -333,7 +333,7 @@ static void sb_frozen(void *arg, uint64_t home, void *data)
 	sb->s_feature_incompat |= htole32(MFS_FEATURE_INCOMPAT_RECOVER);
 	if (atomic_load(&fs->had_error))
 		sb->s_state |= htole16(MFS_STATE_ERRORS);
-	mfs_sb_set_csum(sb);
+	fmt_sb_set_csum(sb);
 }
 
 /* The journal stopped: nothing more reaches the disk through it, so the
@@ -389,7 +389,7 @@ static int sb_write(struct mfs_fs *fs, void (*fn)(struct mfs_fs *, struct mfs_su
 		pc_lock_page(pg);
 		sb = (void *)((char *)pg->data + MFS_SB_OFFSET % fs->bs);
 		fn(fs, sb);
-		mfs_sb_set_csum(sb);
+		fmt_sb_set_csum(sb);
 		memcpy(buf, pg->data, fs->bs);
 		pc_unlock_page(pg);
 		pc_put_page(pg);

@@ -226,7 +226,7 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		err = mfs_inode_write(*out, &h, true);
 	written = !err;
 	if (!err)
-		err = mfs_dir_add(dir, &h, name, len, ino, mfs_mode_to_ft((uint16_t)ni->mode));
+		err = mfs_dir_add(dir, &h, name, len, ino, fmt_mode_to_ft((uint16_t)ni->mode));
 	named = !err;
 	if (!err)
 		err = parent_update(dir, &h, is_dir ? 1 : 0);
@@ -394,7 +394,7 @@ ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size)
 	len = UT_MIN((size_t)node_size(n), size);
 	if (!S_ISLNK(node_mode(n))) {
 		err = -EINVAL;
-	} else if (mfs_inode_is_fast_symlink(&n->raw)) {
+	} else if (fmt_inode_is_fast_symlink(&n->raw)) {
 		pthread_mutex_lock(&n->lock);
 		memcpy(buf, n->raw.i_block, len);
 		pthread_mutex_unlock(&n->lock);
@@ -508,7 +508,7 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 		return err;
 	err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 4, &h);
 	if (!err) {
-		err = mfs_dir_add(dir, &h, name, len, n->ino, mfs_mode_to_ft(node_mode(n)));
+		err = mfs_dir_add(dir, &h, name, len, n->ino, fmt_mode_to_ft(node_mode(n)));
 		pthread_mutex_lock(&n->lock);
 		n->raw.i_links_count = htole16(le16toh(n->raw.i_links_count) + 1);
 		mfs_node_touch(n, false, true);

@@ -36,55 +36,11 @@ struct mfs_region {
 
 /* ---- the table ----------------------------------------------------------- */
 
-static bool name_ok(const char *name)
-{
-	size_t len = strnlen(name, MFS_REGION_NAME_LEN);
-
-	if (!len || len == MFS_REGION_NAME_LEN)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return strcmp(name, ".") && strcmp(name, "..");
-}
-
-const char *mfs_region_entry_problem(const struct mfs_super *sb,
-				     const struct mfs_region_entry *tbl, uint32_t i)
-{
-	const struct mfs_region_entry *e = &tbl[i];
-	uint64_t start = le64toh(e->re_start), blocks = le64toh(e->re_blocks);
-	uint64_t bytes = le64toh(e->re_bytes);
-	uint32_t bs = mfs_block_size(sb);
-
-	if (!name_ok(e->re_name))
-		return "a bad name";
-	if (start < le64toh(sb->s_regions_start) ||
-	    blocks > le64toh(sb->s_device_blocks) - start || !blocks)
-		return "a range outside the region area";
-	if ((start * bs) % MFS_REGION_ALIGN || (blocks * bs) % MFS_REGION_ALIGN)
-		return "a range not aligned to 4 KiB";
-	if (!bytes || bytes > blocks * bs)
-		return "a size that does not fit its blocks";
-	for (uint32_t j = 0; j < i; j++) {
-		uint64_t s2 = le64toh(tbl[j].re_start), b2 = le64toh(tbl[j].re_blocks);
-
-		if (!strncmp(tbl[j].re_name, e->re_name, MFS_REGION_NAME_LEN))
-			return "a name used before";
-		if (start < s2 + b2 && s2 < start + blocks)
-			return "a range overlapping an earlier region";
-	}
-	return NULL;
-}
-
 static int map_entry(struct mfs_fs *fs, uint32_t i, const struct mfs_region_entry *tbl)
 {
 	struct mfs_region *r = &fs->regions[i];
 	const struct mfs_region_entry *e = &tbl[i];
-	const char *why = mfs_region_entry_problem(&fs->sb, tbl, i);
+	const char *why = fmt_region_entry_problem(&fs->sb, tbl, i);
 	unsigned int flags = atomic_load(&fs->ro) ? 0 : PC_REGION_WRITE;
 
 	if (why)
@@ -96,27 +52,11 @@ static int map_entry(struct mfs_fs *fs, uint32_t i, const struct mfs_region_entr
 			     le64toh(e->re_blocks) * fs->bs, flags, &r->map);
 }
 
-int mfs_region_table_check(const struct mfs_super *sb, const void *blk,
-			   char *why, size_t whylen)
-{
-	const struct mfs_region_header *h = blk;
-	uint32_t n = le32toh(sb->s_region_count);
-	uint32_t room = (mfs_block_size(sb) - MFS_REGION_HDR_SIZE - 4) /
-			MFS_REGION_ENTRY_SIZE;
-
-	if (le32toh(h->rh_magic) != MFS_REGION_MAGIC || le32toh(h->rh_count) != n ||
-	    le32toh(h->rh_entry_size) != MFS_REGION_ENTRY_SIZE || n > room)
-		return ut_corrupt(why, whylen, "bad magic, count or entry size");
-	if (!mfs_block_csum_ok(sb, MFS_CSUM_REGION, 0, blk))
-		return ut_corrupt(why, whylen, "bad checksum");
-	return 0;
-}
-
 static int check_table(struct mfs_fs *fs, const void *blk)
 {
 	char why[64];
 
-	if (!mfs_region_table_check(&fs->sb, blk, why, sizeof(why)))
+	if (!fmt_region_table_check(&fs->sb, blk, why, sizeof(why)))
 		return 0;
 	return mfs_error(fs, "region table (block %" PRIu64 "): %s: no region shown",
 			 le64toh(fs->sb.s_region_table), why);
@@ -197,7 +137,7 @@ void mfs_regions_unmap(struct mfs_fs *fs)
 bool mfs_region_ino(uint64_t ino)
 {
 	return ino >= MFS_REGIONS_DIR_INO &&
-	       ino <= MFS_REGION_INO(MFS_MAX_REGIONS_ARG - 1);
+	       ino <= MFS_REGION_INO(FMT_MAX_REGIONS_ARG - 1);
 }
 
 /* The region of file @ino, or NULL (the directory, or nothing mapped). */

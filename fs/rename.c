@@ -222,12 +222,12 @@ static int reparent(struct mfs_node *n, struct jnl_handle *h, struct mfs_node *t
 static int do_exchange(struct ren *r, struct jnl_handle *h)
 {
 	int err = mfs_dir_set(r->sdir, h, &r->sloc, r->dst->ino,
-			      mfs_mode_to_ft(node_mode(r->dst)));
+			      fmt_mode_to_ft(node_mode(r->dst)));
 	int ds = 0, dd = 0;
 
 	if (!err)
 		err = mfs_dir_set(r->ddir, h, &r->dloc, r->src->ino,
-				  mfs_mode_to_ft(node_mode(r->src)));
+				  fmt_mode_to_ft(node_mode(r->src)));
 	if (!err && r->sdir != r->ddir && is_dir(r->src)) {
 		err = reparent(r->src, h, r->ddir);
 		ds--, dd++;
@@ -249,7 +249,7 @@ static int do_exchange(struct ren *r, struct jnl_handle *h)
 
 static int do_move(struct ren *r, struct jnl_handle *h)
 {
-	uint8_t ft = mfs_mode_to_ft(node_mode(r->src));
+	uint8_t ft = fmt_mode_to_ft(node_mode(r->src));
 	int ds = 0, dd = 0, err;
 
 	if (r->dst) {

@@ -21,111 +21,6 @@
 
 #define XA_NAME_MAX 255u             /* Linux's XATTR_NAME_MAX */
 #define XA_SIZE_MAX 65536u           /* Linux's XATTR_SIZE_MAX */
-#define XA_HDR 16u                   /* block header */
-#define XA_ENTRY_HDR 4u
-
-static uint32_t entry_len(uint32_t name_len, uint32_t value_size)
-{
-	return (XA_ENTRY_HDR + name_len + value_size + 3u) & ~3u;
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-/* Bytes a block holds for entries: after the header, before the checksum. */
-static uint32_t block_room(uint32_t bs)
-{
-	return bs - XA_HDR - 4;
-}
-
-static bool known_index(unsigned index)
-{
-	return index == MFS_XATTR_INDEX_USER || index == MFS_XATTR_INDEX_TRUSTED ||
-	       index == MFS_XATTR_INDEX_SECURITY || index == MFS_XATTR_INDEX_ACL_ACCESS ||
-	       index == MFS_XATTR_INDEX_ACL_DEFAULT;
-}
-
-static bool is_acl(unsigned index)
-{
-	return index == MFS_XATTR_INDEX_ACL_ACCESS || index == MFS_XATTR_INDEX_ACL_DEFAULT;
-}
-
-/*
- * The bytes the entries of an area of @size bytes take: they end at an
- * entry whose index is 0 or at the end of the area.  -EUCLEAN with the
- * reason in @why for an entry that leaves the area or is not one.
- */
-static int area_used(const uint8_t *p, uint32_t size, uint32_t *used,
-		     char *why, size_t whylen)
-{
-	uint32_t off = 0;
-
-	while (off + XA_ENTRY_HDR <= size && p[off]) {
-		uint32_t len = entry_len(p[off + 1], get16(p + off + 2));
-
-		if (!known_index(p[off]) || (!is_acl(p[off]) && !p[off + 1]) ||
-		    (is_acl(p[off]) && p[off + 1])) {
-			snprintf(why, whylen, "entry at byte %" PRIu32 " has a bad name",
-				 off);
-			return -EUCLEAN;
-		}
-		if (len > size - off) {
-			snprintf(why, whylen, "entry at byte %" PRIu32 " runs past the "
-				 "end", off);
-			return -EUCLEAN;
-		}
-		off += len;
-	}
-	*used = off;
-	return 0;
-}
-
-int mfs_xattr_inode_check(uint32_t ino, const struct mfs_inode *in, char *why,
-			  size_t whylen)
-{
-	char entry[96];
-	uint32_t used;
-
-	if (!area_used(in->i_xattr, sizeof(in->i_xattr), &used, entry, sizeof(entry)))
-		return 0;
-	snprintf(why, whylen, "inode %" PRIu32 ": in-inode xattrs: %s", ino, entry);
-	return -EUCLEAN;
-}
-
-int mfs_xattr_block_check(const struct mfs_super *sb, uint64_t blk,
-			  const void *block, char *why, size_t whylen)
-{
-	const struct mfs_xattr_header *hd = block;
-	uint32_t bs = mfs_block_size(sb), used = 0;
-	const uint8_t *p = (const uint8_t *)block + XA_HDR;
-	char entry[96];
-
-	if (!mfs_block_csum_ok(sb, MFS_CSUM_XATTR, blk, block)) {
-		snprintf(why, whylen, "xattr block %" PRIu64 ": checksum mismatch", blk);
-		return -EUCLEAN;
-	}
-	if (le32toh(hd->h_magic) != MFS_XATTR_BLOCK_MAGIC || le32toh(hd->h_refcount) != 1 ||
-	    le32toh(hd->h_used) > block_room(bs)) {
-		snprintf(why, whylen, "xattr block %" PRIu64 ": bad header", blk);
-		return -EUCLEAN;
-	}
-	if (area_used(p, le32toh(hd->h_used), &used, entry, sizeof(entry))) {
-		snprintf(why, whylen, "xattr block %" PRIu64 ": %s", blk, entry);
-		return -EUCLEAN;
-	}
-	if (used != le32toh(hd->h_used) || !used) {
-		snprintf(why, whylen, "xattr block %" PRIu64 ": entries take %" PRIu32
-			 " bytes, the header says %" PRIu32, blk, used, le32toh(hd->h_used));
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
 /* ---- the two areas, copied ------------------------------------------------- */
 
 struct xa_state {
@@ -151,10 +46,10 @@ static int load_block(struct mfs_node *n, struct xa_state *st)
 	if (err)
 		return err;
 	pc_lock_page(pg);
-	err = mfs_xattr_block_check(&fs->sb, st->blkno, pg->data, why, sizeof(why));
+	err = fmt_xattr_block_check(&fs->sb, st->blkno, pg->data, why, sizeof(why));
 	if (!err) {
 		st->blk_used = le32toh(((struct mfs_xattr_header *)pg->data)->h_used);
-		memcpy(st->blk, (uint8_t *)pg->data + XA_HDR, block_room(fs->bs));
+		memcpy(st->blk, (uint8_t *)pg->data + FMT_XATTR_HDR, fmt_xattr_block_room(fs->bs));
 	}
 	pc_unlock_page(pg);
 	pc_put_page(pg);
@@ -182,7 +77,7 @@ static int state_load(struct mfs_node *n, struct xa_state *st)
 	memcpy(st->in, n->raw.i_xattr, sizeof(st->in));
 	st->blkno = le32toh(n->raw.i_xattr_block);
 	pthread_mutex_unlock(&n->lock);
-	err = area_used(st->in, sizeof(st->in), &st->in_used, why, sizeof(why));
+	err = fmt_xattr_area_used(st->in, sizeof(st->in), &st->in_used, why, sizeof(why));
 	if (err)
 		err = mfs_error(n->fs, "inode %" PRIu32 ": in-inode xattrs: %s", n->ino, why);
 	if (!err && st->blkno)
@@ -199,16 +94,16 @@ static int64_t find(const uint8_t *p, uint32_t used, const struct mfs_xname *nm)
 
 	while (off < used) {
 		if (p[off] == nm->index && p[off + 1] == nm->len &&
-		    !memcmp(p + off + XA_ENTRY_HDR, nm->name, nm->len))
+		    !memcmp(p + off + FMT_XATTR_ENTRY_HDR, nm->name, nm->len))
 			return off;
-		off += entry_len(p[off + 1], get16(p + off + 2));
+		off += fmt_xattr_entry_len(p[off + 1], fmt_xattr_value_size(p + off));
 	}
 	return -1;
 }
 
 static void drop_entry(uint8_t *p, uint32_t *used, uint32_t off, uint32_t room)
 {
-	uint32_t len = entry_len(p[off + 1], get16(p + off + 2));
+	uint32_t len = fmt_xattr_entry_len(p[off + 1], fmt_xattr_value_size(p + off));
 
 	memmove(p + off, p + off + len, *used - off - len);
 	*used -= len;
@@ -219,7 +114,7 @@ static void drop_entry(uint8_t *p, uint32_t *used, uint32_t off, uint32_t room)
 static bool add_entry(uint8_t *p, uint32_t *used, uint32_t room,
 		      const struct mfs_xname *nm, const void *value, size_t size)
 {
-	uint32_t len = entry_len((uint32_t)nm->len, (uint32_t)size);
+	uint32_t len = fmt_xattr_entry_len((uint32_t)nm->len, (uint32_t)size);
 	uint16_t vs = htole16((uint16_t)size);
 
 	if (len > room - *used)
@@ -227,9 +122,9 @@ static bool add_entry(uint8_t *p, uint32_t *used, uint32_t room,
 	p[*used] = (uint8_t)nm->index;
 	p[*used + 1] = (uint8_t)nm->len;
 	memcpy(p + *used + 2, &vs, 2);
-	memcpy(p + *used + XA_ENTRY_HDR, nm->name, nm->len);
+	memcpy(p + *used + FMT_XATTR_ENTRY_HDR, nm->name, nm->len);
 	if (size)
-		memcpy(p + *used + XA_ENTRY_HDR + nm->len, value, size);
+		memcpy(p + *used + FMT_XATTR_ENTRY_HDR + nm->len, value, size);
 	*used += len;
 	return true;
 }
@@ -238,12 +133,12 @@ static bool add_entry(uint8_t *p, uint32_t *used, uint32_t room,
 
 static ssize_t copy_value(const uint8_t *e, void *buf, size_t size)
 {
-	uint16_t vs = get16(e + 2);
+	uint16_t vs = fmt_xattr_value_size(e);
 
 	if (size && size < vs)
 		return -ERANGE;
 	if (size && vs)
-		memcpy(buf, e + XA_ENTRY_HDR + e[1], vs);
+		memcpy(buf, e + FMT_XATTR_ENTRY_HDR + e[1], vs);
 	return vs;
 }
 
@@ -306,12 +201,12 @@ static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state
 		return err;
 	pc_lock_page(pg);
 	hd = pg->data;
-	memset(hd, 0, XA_HDR);
+	memset(hd, 0, FMT_XATTR_HDR);
 	hd->h_magic = htole32(MFS_XATTR_BLOCK_MAGIC);
 	hd->h_refcount = htole32(1);
 	hd->h_used = htole32(st->blk_used);
-	memcpy((uint8_t *)pg->data + XA_HDR, st->blk, block_room(fs->bs));
-	mfs_block_set_csum(&fs->sb, MFS_CSUM_XATTR, st->blkno, pg->data);
+	memcpy((uint8_t *)pg->data + FMT_XATTR_HDR, st->blk, fmt_xattr_block_room(fs->bs));
+	fmt_block_set_csum(&fs->sb, MFS_CSUM_XATTR, st->blkno, pg->data);
 	pc_unlock_page(pg);
 	err = mfs_meta_dirty(fs, h, st->blkno, pg);
 	pc_put_page(pg);
@@ -351,7 +246,7 @@ int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
 		  const struct mfs_xname *nm, const void *value, size_t size,
 		  int flags)
 {
-	uint32_t room = block_room(n->fs->bs);
+	uint32_t room = fmt_xattr_block_room(n->fs->bs);
 	struct xa_state st;
 	int64_t in_off, blk_off;
 	bool blk_changed = false;
@@ -511,7 +406,7 @@ static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
 
 	if (err)
 		return err;
-	if (is_acl(nm->index))
+	if (fmt_xattr_is_acl(nm->index))
 		return mfs_acl_set(n, cr, nm->index, value, size);
 	/* A full filesystem still takes what fits in the inode. */
 	if (value && mfs_xattr_needs_block(n)) {
@@ -587,7 +482,7 @@ ssize_t mfs_getxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 		return err;
 	pthread_rwlock_rdlock(&n->rwsem);
 	ret = may_xattr(n, cr, &nm, false);
-	if (!ret && is_acl(nm.index))
+	if (!ret && fmt_xattr_is_acl(nm.index))
 		ret = S_ISLNK(node_mode(n)) ? -EOPNOTSUPP : mfs_acl_get(n, nm.index, buf, size);
 	else if (!ret)
 		ret = mfs_xattr_get(n, &nm, buf, size);
@@ -606,7 +501,7 @@ struct xa_list {
 
 static void list_area(struct xa_list *l, const uint8_t *p, uint32_t used)
 {
-	for (uint32_t off = 0; off < used; off += entry_len(p[off + 1], get16(p + off + 2))) {
+	for (uint32_t off = 0; off < used; off += fmt_xattr_entry_len(p[off + 1], fmt_xattr_value_size(p + off))) {
 		const char *prefix = NULL;
 		size_t pl, nl = p[off + 1];
 
@@ -618,7 +513,7 @@ static void list_area(struct xa_list *l, const uint8_t *p, uint32_t used)
 		pl = strlen(prefix);
 		if (l->buf && l->len + pl + nl + 1 <= l->size) {
 			memcpy(l->buf + l->len, prefix, pl);
-			memcpy(l->buf + l->len + pl, p + off + XA_ENTRY_HDR, nl);
+			memcpy(l->buf + l->len + pl, p + off + FMT_XATTR_ENTRY_HDR, nl);
 			l->buf[l->len + pl + nl] = '\0';
 		}
 		l->len += pl + nl + 1;

@@ -35,7 +35,7 @@ static int account(struct fsck_ctx *c, bool inodes, uint32_t g, uint32_t bit, bo
 			bit_clear(map, bit);
 		*count = htole32(le32toh(*count) + delta);
 		if (inodes) {
-			gd->bg_inode_bitmap_csum = htole32(mfs_bitmap_csum(&c->sb,
+			gd->bg_inode_bitmap_csum = htole32(fmt_bitmap_csum(&c->sb,
 							   MFS_CSUM_IBITMAP, g, map));
 			c->sb.s_free_inodes_count = htole32(le32toh(c->sb.s_free_inodes_count) +
 							    delta);
@@ -43,7 +43,7 @@ static int account(struct fsck_ctx *c, bool inodes, uint32_t g, uint32_t bit, bo
 				gd->bg_used_dirs_count = htole32(le32toh(gd->bg_used_dirs_count) -
 								 delta);
 		} else {
-			gd->bg_block_bitmap_csum = htole32(mfs_bitmap_csum(&c->sb,
+			gd->bg_block_bitmap_csum = htole32(fmt_bitmap_csum(&c->sb,
 							   MFS_CSUM_BBITMAP, g, map));
 			c->sb.s_free_blocks_count = htole64(le64toh(c->sb.s_free_blocks_count) +
 							    delta);
@@ -174,7 +174,7 @@ int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 		    uint64_t lblk, uint64_t pblk, uint64_t *added)
 {
 	uint32_t off[4], *slot;
-	int depth = mfs_block_to_path(mfs_addr_per_block(c->bs), lblk, off);
+	int depth = fmt_block_to_path(fmt_addr_per_block(c->bs), lblk, off);
 	uint32_t *blk = c->ind[0], *zero = c->ind[1];
 	uint64_t at = 0;
 	int err = 0;
@@ -189,7 +189,7 @@ int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 			err = fsck_alloc_block(c, pblk, &nb);
 			memset(zero, 0, c->bs);
 			if (!err) {
-				mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, zero);
+				fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, zero);
 				err = fsck_write(c, nb, zero);
 			}
 			if (err)
@@ -198,7 +198,7 @@ int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 			(*added)++;
 		}
 		if (at) {
-			mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
+			fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
 			err = fsck_write(c, at, blk);
 		}
 		at = le32toh(*slot);
@@ -208,7 +208,7 @@ int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 	}
 	*slot = htole32((uint32_t)pblk);
 	if (!err && at) {
-		mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
+		fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
 		err = fsck_write(c, at, blk);
 	}
 	return err;
@@ -246,7 +246,7 @@ void fsck_dirblock_init(struct fsck_ctx *c, void *blk, uint32_t ino, uint32_t pa
 	}
 	t->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
 	t->det_type = MFS_FT_DIR_TAIL;
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, ino, blk);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, ino, blk);
 }
 
 /* What is done to one directory block; true when it was done there. */
@@ -325,11 +325,11 @@ static int edit_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int
 	if (depth || lblk >= le64toh(w->in->i_size) / c->bs)
 		return MAP_KEEP;
 	err = fsck_read(c, blk, c->buf2);
-	if (err || mfs_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
+	if (err || fmt_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
 		return err;
 	if (!e->fn(c, c->buf2, e))
 		return MAP_KEEP;
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
 	e->done = true;
 	return fsck_write(c, blk, c->buf2);
 }
@@ -354,7 +354,7 @@ static int dir_grow(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in,
 		return err;
 	fsck_dirblock_init(c, c->buf2, dir, 0);
 	insert_in_block(c, c->buf2, e);
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, dir, c->buf2);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, dir, c->buf2);
 	err = fsck_write(c, blk, c->buf2);
 	if (!err)
 		err = fsck_bmap_set(c, dir, in, lblk, blk, &added);

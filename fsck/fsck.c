@@ -25,12 +25,12 @@ int fsck_open(const char *path, bool read_only, struct bdev **out)
 	 * superblock is said once, when fsck_run reads it again. */
 	level = mlog_get_level();
 	mlog_set_level(MLOG_ERR);
-	err = mfs_sb_load_torn(bd, &sb, &copy, &torn);
+	err = fmt_sb_load_torn(bd, &sb, &copy, &torn);
 	mlog_set_level(level);
 	bdev_close(bd);
 	if (err)
 		return err;
-	o.block_size = mfs_block_size(&sb);
+	o.block_size = fmt_block_size(&sb);
 	err = bdev_open(path, &o, out);
 	if (err)
 		mlog_err("cannot open %s: %s", path, strerror(-err));
@@ -41,7 +41,7 @@ int fsck_open(const char *path, bool read_only, struct bdev **out)
 
 static void set_geometry(struct fsck_ctx *c)
 {
-	c->bs = mfs_block_size(&c->sb);
+	c->bs = fmt_block_size(&c->sb);
 	c->ngroups = le32toh(c->sb.s_groups_count);
 	c->ipg = le32toh(c->sb.s_inodes_per_group);
 	c->bpg = le32toh(c->sb.s_blocks_per_group);
@@ -53,7 +53,7 @@ static void set_geometry(struct fsck_ctx *c)
 static bool gdt_sound(const struct fsck_ctx *c)
 {
 	for (uint32_t g = 0; g < c->ngroups; g++)
-		if (le32toh(c->gdt[g].bg_checksum) != mfs_gdesc_csum(&c->sb, g, &c->gdt[g]))
+		if (le32toh(c->gdt[g].bg_checksum) != fmt_gdesc_csum(&c->sb, g, &c->gdt[g]))
 			return false;
 	return true;
 }
@@ -67,7 +67,7 @@ static bool gdt_sound(const struct fsck_ctx *c)
 static int read_gdt(struct fsck_ctx *c)
 {
 	uint32_t n = le16toh(c->sb.s_gdt_blocks);
-	uint64_t start = mfs_group_first_block(&c->sb, c->sb_group) + 1;
+	uint64_t start = fmt_group_first_block(&c->sb, c->sb_group) + 1;
 	size_t len = (size_t)n * c->bs;
 	int err;
 
@@ -85,7 +85,7 @@ static int read_gdt(struct fsck_ctx *c)
 
 int fsck_load_super(struct fsck_ctx *c)
 {
-	int err = mfs_sb_load_torn(c->bd, &c->sb, &c->sb_group, &c->sb_torn);
+	int err = fmt_sb_load_torn(c->bd, &c->sb, &c->sb_group, &c->sb_torn);
 
 	if (err)
 		return err;
@@ -121,7 +121,7 @@ static int write_super_block(struct fsck_ctx *c, uint64_t blk, uint32_t off,
 	if (!buf)
 		return -ENOMEM;
 	copy.s_block_group_nr = htole16(group);
-	mfs_sb_set_csum(&copy);
+	fmt_sb_set_csum(&copy);
 	memset(buf, 0, c->bs);
 	memcpy(buf + off, &copy, sizeof(copy));
 	err = fsck_write(c, blk, buf);
@@ -135,7 +135,7 @@ static int write_gdt_at(struct fsck_ctx *c, uint64_t blk)
 	int err;
 
 	for (uint32_t g = 0; g < c->ngroups; g++)
-		c->gdt[g].bg_checksum = htole32(mfs_gdesc_csum(&c->sb, g, &c->gdt[g]));
+		c->gdt[g].bg_checksum = htole32(fmt_gdesc_csum(&c->sb, g, &c->gdt[g]));
 	err = bdev_write(c->bd, blk * c->bs, c->gdt, (size_t)n * c->bs);
 
 	if (err)
@@ -150,9 +150,9 @@ static int write_super(struct fsck_ctx *c, bool backups)
 	int err = write_gdt_at(c, c->fdb + 1);
 
 	for (uint32_t g = 1; g < c->ngroups && backups && !err; g++) {
-		uint64_t first = mfs_group_first_block(&c->sb, g);
+		uint64_t first = fmt_group_first_block(&c->sb, g);
 
-		if (!mfs_group_has_super(g))
+		if (!fmt_group_has_super(g))
 			continue;
 		err = write_super_block(c, first, 0, (uint16_t)g);
 		if (!err)
@@ -203,12 +203,12 @@ static int check_backups(struct fsck_ctx *c)
 		struct fsck_pctx p = { .group = g, .str = why };
 		int err;
 
-		if (!mfs_group_has_super(g))
+		if (!fmt_group_has_super(g))
 			continue;
-		err = fsck_read(c, mfs_group_first_block(&c->sb, g), copy);
+		err = fsck_read(c, fmt_group_first_block(&c->sb, g), copy);
 		if (err)
 			return err;
-		if (mfs_sb_check(copy, c->bd->size, reason, sizeof(reason)))
+		if (fmt_sb_check(copy, c->bd->size, reason, sizeof(reason)))
 			snprintf(why, sizeof(why), "is damaged (%s)", reason);
 		else if (le16toh(copy->s_block_group_nr) != g)
 			snprintf(why, sizeof(why), "says it is of group %u",
@@ -277,7 +277,7 @@ static void check_gdesc(struct fsck_ctx *c, uint32_t g)
 			     fsck_layout_bbitmap(c, g) + 2 };
 	uint32_t *have[3] = { &gd->bg_block_bitmap, &gd->bg_inode_bitmap, &gd->bg_inode_table };
 	static const char *const names[3] = { "block bitmap", "inode bitmap", "inode table" };
-	bool csum_bad = le32toh(gd->bg_checksum) != mfs_gdesc_csum(&c->sb, g, gd);
+	bool csum_bad = le32toh(gd->bg_checksum) != fmt_gdesc_csum(&c->sb, g, gd);
 	bool other = false;
 	static const uint8_t zero[24];
 

@@ -13,7 +13,7 @@
  *            indirect blocks), the xattr block; blocks claimed by two
  *            inodes are copied so each keeps its own (pass 1b)
  *   2        every directory block with the mount's own check
- *            (mfs_dirblock_check), ".", "..", duplicate names, entries of
+ *            (fmt_dirblock_check), ".", "..", duplicate names, entries of
  *            free inodes, file types against the inodes
  *   3        every directory reachable from the root, no loops; what is
  *            not is reconnected in /lost+found (made if missing)

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "fsck.h"
-#include "mfs.h"
+#include "fmt.h"
 #include "util.h"
 
 /* ---- per-inode state ------------------------------------------------------ */

@@ -53,7 +53,7 @@ int fsck_read_batch(struct fsck_ctx *c, const uint64_t *blks, void **bufs,
 
 uint64_t fsck_inode_block(const struct fsck_ctx *c, uint32_t ino, uint32_t *off)
 {
-	return mfs_inode_block(&c->sb, fsck_layout_itable(c, (ino - 1) / c->ipg), ino, off);
+	return fmt_inode_block(&c->sb, fsck_layout_itable(c, (ino - 1) / c->ipg), ino, off);
 }
 
 /* The unit of the device (its block size, at most the filesystem's)
@@ -93,7 +93,7 @@ int fsck_write_inode(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in)
 		return -EROFS;
 	unit = bdev_alloc_buf(unit_len);
 	err = unit ? bdev_read(c->bd, at, unit, unit_len) : -ENOMEM;
-	in->i_checksum = htole32(mfs_inode_csum(&c->sb, ino, in));
+	in->i_checksum = htole32(fmt_inode_csum(&c->sb, ino, in));
 	if (!err) {
 		memcpy(unit + off, in, sizeof(*in));
 		err = bdev_write(c->bd, at, unit, unit_len);
@@ -108,7 +108,7 @@ int fsck_write_inode(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in)
 
 uint64_t fsck_layout_bbitmap(const struct fsck_ctx *c, uint32_t g)
 {
-	return mfs_group_first_block(&c->sb, g) + mfs_group_super_blocks(&c->sb, g);
+	return fmt_group_first_block(&c->sb, g) + fmt_group_super_blocks(&c->sb, g);
 }
 
 bool fsck_is_group_meta(const struct fsck_ctx *c, uint64_t blk)
@@ -120,7 +120,7 @@ bool fsck_is_group_meta(const struct fsck_ctx *c, uint64_t blk)
 		return false;
 	rel = blk - c->fdb;
 	g = (uint32_t)(rel / c->bpg);
-	return rel % c->bpg < mfs_group_meta_blocks(&c->sb, g);
+	return rel % c->bpg < fmt_group_meta_blocks(&c->sb, g);
 }
 
 bool fsck_block_ok(const struct fsck_ctx *c, uint64_t blk)

@@ -24,7 +24,7 @@ static int read_block(void *c, uint64_t blk, void *buf)
 static int load_jmap(struct fsck_ctx *c, struct jmap *m, char *why, size_t len)
 {
 	struct mfs_inode in;
-	struct mfs_bmap_walk w = { .sb = &c->sb, .ino = MFS_JOURNAL_INO, .in = &in,
+	struct fmt_bmap_walk w = { .sb = &c->sb, .ino = MFS_JOURNAL_INO, .in = &in,
 				   .read_block = read_block, .read_ctx = c,
 				   .why = why, .whylen = len };
 	int err;
@@ -32,10 +32,10 @@ static int load_jmap(struct fsck_ctx *c, struct jmap *m, char *why, size_t len)
 	m->n = le32toh(c->sb.s_journal_blocks);
 	m->map = calloc(m->n, sizeof(*m->map));
 	err = m->map ? fsck_read_inode(c, MFS_JOURNAL_INO, &in) : -ENOMEM;
-	if (!err && le32toh(in.i_checksum) != mfs_inode_csum(&c->sb, MFS_JOURNAL_INO, &in))
+	if (!err && le32toh(in.i_checksum) != fmt_inode_csum(&c->sb, MFS_JOURNAL_INO, &in))
 		err = ut_corrupt(why, len, "its checksum does not match");
 	if (!err)
-		err = mfs_bmap_map_all(&w, m->map, m->n);
+		err = fmt_bmap_map_all(&w, m->map, m->n);
 	return err;
 }
 
@@ -126,10 +126,10 @@ static int set_has_journal(struct fsck_ctx *c)
 	struct mfs_super sb = c->sb;
 
 	sb.s_feature_compat |= htole32(MFS_FEATURE_COMPAT_HAS_JOURNAL);
-	mfs_sb_set_csum(&sb);
+	fmt_sb_set_csum(&sb);
 	c->sb.s_feature_compat = sb.s_feature_compat;
 	c->sb_dirty = true;
-	if (!mfs_sb_check(&sb, 0, NULL, 0))
+	if (!fmt_sb_check(&sb, 0, NULL, 0))
 		return 0;
 	c->sb.s_journal_inum = htole32(MFS_JOURNAL_INO);
 	c->sb.s_journal_blocks = htole32(JNL_MIN_BLOCKS);
@@ -175,7 +175,7 @@ int fsck_journal(struct fsck_ctx *c)
 
 static int build_map(struct fsck_ctx *c, struct mfs_inode *in, uint64_t *map, uint32_t n)
 {
-	uint64_t goal = fsck_layout_itable(c, 0) + mfs_itable_blocks(&c->sb), added = 0;
+	uint64_t goal = fsck_layout_itable(c, 0) + fmt_itable_blocks(&c->sb), added = 0;
 	int err = 0;
 
 	for (uint32_t i = 0; i < n && !err; i++) {

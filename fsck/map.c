@@ -1,7 +1,7 @@
 /*
  * map.c - the block-map walk of fsck, which may change what it walks.
  *
- * The mount's walk (mfs_bmap_walk) stops at the first bad pointer; fsck
+ * The mount's walk (fmt_bmap_walk) stops at the first bad pointer; fsck
  * must go on past it and mend it.  Here a visitor sees every pointer,
  * data and indirect alike, and may keep it, keep it without walking under
  * it, replace it with a hole or with another block; an indirect block
@@ -37,7 +37,7 @@ static int walk_indirect(struct level *l, uint64_t lblk, int depth, uint32_t *sl
 
 	if (err)
 		return err;
-	if (!mfs_block_csum_ok(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs)) {
+	if (!fmt_block_csum_ok(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs)) {
 		r = w->bad_indirect ? w->bad_indirect(w, lblk, depth, slot) : MAP_SKIP;
 		if (r == MAP_ZERO) {
 			*slot = 0;
@@ -53,7 +53,7 @@ static int walk_indirect(struct level *l, uint64_t lblk, int depth, uint32_t *sl
 		err = walk_ptr(l, lblk + i * l->span[depth - 1], depth - 1, &ptrs[i], &dirty);
 	}
 	if (!err && dirty && c->rw) {
-		mfs_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs);
+		fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs);
 		err = fsck_write(c, le32toh(*slot), ptrs);
 	}
 	return err;
@@ -88,11 +88,11 @@ static int walk_ptr(struct level *l, uint64_t lblk, int depth, uint32_t *slot,
 
 int fsck_map_walk(struct fsck_map_walk *w)
 {
-	struct level l = { .w = w, .apb = mfs_addr_per_block(w->c->bs) };
+	struct level l = { .w = w, .apb = fmt_addr_per_block(w->c->bs) };
 	uint64_t base = MFS_NDIR_BLOCKS;
 	int err = 0;
 
-	if (mfs_inode_is_fast_symlink(w->in))
+	if (fmt_inode_is_fast_symlink(w->in))
 		return 0;
 	l.span[0] = 1;
 	for (int d = 1; d <= 3; d++)

@@ -92,8 +92,8 @@ static const char *not_orphan(struct fsck_ctx *c, uint32_t ino, struct mfs_inode
 		return "the list loops";
 	if (fsck_read_inode(c, ino, in))
 		return "it cannot be read";
-	if (le32toh(in->i_checksum) != mfs_inode_csum(&c->sb, ino, in) ||
-	    mfs_inode_check(&c->sb, ino, in, why, sizeof(why)))
+	if (le32toh(in->i_checksum) != fmt_inode_csum(&c->sb, ino, in) ||
+	    fmt_inode_check(&c->sb, ino, in, why, sizeof(why)))
 		return "it is damaged";
 	if (!fsck_slot_in_use(in))
 		return "it is not in use";

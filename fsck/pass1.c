@@ -45,7 +45,7 @@ struct piece {
 
 static bool next_piece(const struct fsck_ctx *c, struct piece *p)
 {
-	uint32_t per = UT_MAX(AHEAD_BYTES / c->bs, 1u), nblk = mfs_itable_blocks(&c->sb);
+	uint32_t per = UT_MAX(AHEAD_BYTES / c->bs, 1u), nblk = fmt_itable_blocks(&c->sb);
 
 	p->first += p->count;
 	if (p->first >= nblk) {
@@ -117,10 +117,10 @@ static bool reserved(uint32_t ino)
 static int check_basics(struct fsck_ctx *c, struct inode_check *k)
 {
 	struct mfs_inode *in = k->in;
-	bool csum_ok = le32toh(in->i_checksum) == mfs_inode_csum(&c->sb, k->ino, in);
+	bool csum_ok = le32toh(in->i_checksum) == fmt_inode_csum(&c->sb, k->ino, in);
 	char why[200];
 	struct fsck_pctx p = { .ino = k->ino, .str = why, .num = le16toh(in->i_mode) };
-	int bad = mfs_inode_check(&c->sb, k->ino, in, why, sizeof(why));
+	int bad = fmt_inode_check(&c->sb, k->ino, in, why, sizeof(why));
 	uint64_t size = le64toh(in->i_size);
 
 	if (reserved(k->ino))
@@ -130,7 +130,7 @@ static int check_basics(struct fsck_ctx *c, struct inode_check *k)
 	if (!csum_ok && fsck_fix(c, PR_INODE_CSUM, &p))
 		k->dirty = true;
 	if (bad && S_ISDIR(le16toh(in->i_mode)) && size % c->bs &&
-	    !mfs_inode_check_size(&c->sb, k->ino, in, NULL, 0)) {
+	    !fmt_inode_check_size(&c->sb, k->ino, in, NULL, 0)) {
 		/* Only the size is wrong: pass 1 sets it from the blocks. */
 		return 0;
 	}
@@ -178,7 +178,7 @@ static void check_fields(struct fsck_ctx *c, struct inode_check *k)
 		k->dirty = true;
 	}
 	p.str = why;
-	if (mfs_xattr_inode_check(k->ino, in, why, sizeof(why)) &&
+	if (fmt_xattr_inode_check(k->ino, in, why, sizeof(why)) &&
 	    fsck_fix(c, PR_XATTR_INODE, &p)) {
 		memset(in->i_xattr, 0, sizeof(in->i_xattr));
 		k->dirty = true;
@@ -219,7 +219,7 @@ static void check_xattr_block(struct fsck_ctx *c, struct inode_check *k)
 		snprintf(why, sizeof(why), "is also claimed by another inode");
 	else if (fsck_read(c, blk, c->buf))
 		snprintf(why, sizeof(why), "cannot be read");
-	else if (mfs_xattr_block_check(&c->sb, blk, c->buf, why, sizeof(why)))
+	else if (fmt_xattr_block_check(&c->sb, blk, c->buf, why, sizeof(why)))
 		;
 	else {
 		bit_set(c->bused, blk);
@@ -348,7 +348,7 @@ static int check_symlink(struct fsck_ctx *c, struct inode_check *k)
 {
 	struct fsck_pctx p = { .ino = k->ino };
 
-	if (mfs_inode_is_fast_symlink(k->in)) {
+	if (fmt_inode_is_fast_symlink(k->in)) {
 		c->istate[k->ino - 1] |= IS_FAST_LINK;
 		return 0;
 	}
@@ -379,7 +379,7 @@ static void tally(struct fsck_ctx *c, struct inode_check *k)
 static int check_used(struct fsck_ctx *c, struct inode_check *k)
 {
 	uint16_t mode = le16toh(k->in->i_mode);
-	unsigned type = mfs_mode_to_ft(mode);
+	unsigned type = fmt_mode_to_ft(mode);
 	int err;
 
 	c->istate[k->ino - 1] = (uint8_t)((c->istate[k->ino - 1] & ~IS_TYPE_MASK) | type);
@@ -417,7 +417,7 @@ static int check_journal_inode(struct fsck_ctx *c, const struct mfs_inode *in)
 		snprintf(why, sizeof(why), "is not in use");
 	else if (!S_ISREG(le16toh(in->i_mode)))
 		snprintf(why, sizeof(why), "is not a regular file");
-	else if (mfs_inode_check(&c->sb, MFS_JOURNAL_INO, in, why, sizeof(why)) == 0)
+	else if (fmt_inode_check(&c->sb, MFS_JOURNAL_INO, in, why, sizeof(why)) == 0)
 		return 0;
 	if (fsck_fix(c, PR_JOURNAL_INODE, &p))
 		c->journal_rebuild = true;
@@ -435,7 +435,7 @@ static int check_inode(struct fsck_ctx *c, uint32_t ino, const void *slot)
 	    (le32toh(c->sb.s_feature_compat) & MFS_FEATURE_COMPAT_HAS_JOURNAL) &&
 	    check_journal_inode(c, &in))
 		return 0;
-	if (mfs_inode_never_used(&in) || !fsck_slot_in_use(&in))
+	if (fmt_inode_never_used(&in) || !fsck_slot_in_use(&in))
 		return 0;
 	r = check_basics(c, &k);
 	if (r)
@@ -450,8 +450,8 @@ static void claim_meta(struct fsck_ctx *c)
 	uint64_t rt = le64toh(c->sb.s_region_table);
 
 	for (uint32_t g = 0; g < c->ngroups; g++) {
-		uint64_t first = mfs_group_first_block(&c->sb, g);
-		uint32_t n = mfs_group_meta_blocks(&c->sb, g);
+		uint64_t first = fmt_group_first_block(&c->sb, g);
+		uint32_t n = fmt_group_meta_blocks(&c->sb, g);
 
 		for (uint32_t i = 0; i < n && first + i < c->nblocks; i++)
 			bit_set(c->bused, first + i);
@@ -502,7 +502,7 @@ int fsck_pass1(struct fsck_ctx *c)
 			err = ahead_start(c, &a[(k + 1) % 2], &next);
 		if (!err && !c->stop)
 			err = scan_piece(c, &cur, a[k % 2].buf);
-		if (cur.first + cur.count >= mfs_itable_blocks(&c->sb))
+		if (cur.first + cur.count >= fmt_itable_blocks(&c->sb))
 			fsck_progress(c, cur.group + 1, c->ngroups);
 	}
 	ahead_wait(&a[0]);

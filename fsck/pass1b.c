@@ -155,7 +155,7 @@ static int check_sharer(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
 
 static int scan_group(struct fsck_ctx *c, uint32_t g, uint8_t *table, struct sharer *s)
 {
-	size_t len = (size_t)mfs_itable_blocks(&c->sb) * c->bs;
+	size_t len = (size_t)fmt_itable_blocks(&c->sb) * c->bs;
 	int err = bdev_read(c->bd, fsck_layout_itable(c, g) * c->bs,
 			    table, len);
 
@@ -185,7 +185,7 @@ int fsck_pass1b(struct fsck_ctx *c)
 		c->o->pass_start(c->o->arg, FSCK_PASS_1B,
 				 "Pass 1b: Copying blocks claimed by more than one inode");
 	s.seen = calloc(1, c->nblocks / 8 + 1);
-	table = bdev_alloc_buf((size_t)mfs_itable_blocks(&c->sb) * c->bs);
+	table = bdev_alloc_buf((size_t)fmt_itable_blocks(&c->sb) * c->bs);
 	if (!s.seen || !table)
 		err = -ENOMEM;
 	/* The region table is no inode's: every inode on it gets a copy. */

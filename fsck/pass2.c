@@ -1,7 +1,7 @@
 /*
  * pass2.c - every directory block and every entry in it.
  *
- * A block is judged by the mount's own check (mfs_dirblock_check); one
+ * A block is judged by the mount's own check (fmt_dirblock_check); one
  * that fails only its checksum gets a new one, any other is salvaged:
  * the records up to the first that cannot be trusted are kept, entries
  * that break a rule are blanked, and what they named turns up unattached
@@ -45,7 +45,7 @@ static int names_grow(struct names *s)
 		if (!old[i])
 			continue;
 		nm = s->arena + old[i] - 1;
-		h = mfs_csum(0, 0, nm + 1, (uint8_t)nm[0]) & (cap - 1);
+		h = fmt_csum(0, 0, nm + 1, (uint8_t)nm[0]) & (cap - 1);
 		while (slot[h])
 			h = (h + 1) & (cap - 1);
 		slot[h] = old[i];
@@ -72,7 +72,7 @@ static int names_add(struct names *s, const char *name, size_t len)
 		s->arena = a;
 		s->acap = acap;
 	}
-	h = mfs_csum(0, 0, name, len) & (s->cap - 1);
+	h = fmt_csum(0, 0, name, len) & (s->cap - 1);
 	for (; s->slot[h]; h = (h + 1) & (s->cap - 1)) {
 		const char *nm = s->arena + s->slot[h] - 1;
 
@@ -188,11 +188,11 @@ static int check_block(struct dblk *b)
 			       .str = why };
 	uint32_t stored;
 
-	if (!mfs_dirblock_check(&c->sb, b->db->ino, b->blk, why, sizeof(why)))
+	if (!fmt_dirblock_check(&c->sb, b->db->ino, b->blk, why, sizeof(why)))
 		return 0;
 	stored = *(uint32_t *)(b->blk + c->bs - 4);
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, b->db->ino, b->blk);
-	if (!mfs_dirblock_check(&c->sb, b->db->ino, b->blk, NULL, 0)) {
+	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, b->db->ino, b->blk);
+	if (!fmt_dirblock_check(&c->sb, b->db->ino, b->blk, NULL, 0)) {
 		b->dirty = fsck_fix(c, PR_DB_CSUM, &p);
 		return 0;
 	}
@@ -378,7 +378,7 @@ static int check_one(struct fsck_ctx *c, struct fsck_dblock *db, uint8_t *blk,
 	}
 	err = check_entries(&b);
 	if (!err && b.dirty && c->rw) {
-		mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, db->ino, blk);
+		fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, db->ino, blk);
 		err = fsck_write(c, db->pblk, blk);
 	}
 	return err;

@@ -185,7 +185,7 @@ static int set_dotdot(struct fsck_ctx *c, struct fsck_dir *d)
 	    memcmp(dd->name, "..", 2))
 		return -EUCLEAN;
 	dd->inode = htole32(d->parent);
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, d->ino, c->buf);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, d->ino, c->buf);
 	return fsck_write(c, blk, c->buf);
 }
 

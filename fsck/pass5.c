@@ -71,8 +71,8 @@ static int compare(const uint8_t *want, const uint8_t *have, uint32_t nbits,
 
 static void build_bbitmap(struct fsck_ctx *c, uint32_t g, uint8_t *map, uint32_t *nfree)
 {
-	uint64_t first = mfs_group_first_block(&c->sb, g);
-	uint32_t n = mfs_group_nblocks(&c->sb, g);
+	uint64_t first = fmt_group_first_block(&c->sb, g);
+	uint32_t n = fmt_group_nblocks(&c->sb, g);
 
 	memset(map, 0, c->bs);
 	*nfree = 0;
@@ -112,7 +112,7 @@ static int check_bitmap(struct fsck_ctx *c, uint32_t g, bool inodes, const uint8
 	uint64_t blk = inodes ? fsck_layout_ibitmap(c, g) : fsck_layout_bbitmap(c, g);
 	uint32_t *csum = inodes ? &gd->bg_inode_bitmap_csum : &gd->bg_block_bitmap_csum;
 	unsigned kind = inodes ? MFS_CSUM_IBITMAP : MFS_CSUM_BBITMAP;
-	uint64_t base = inodes ? (uint64_t)g * c->ipg + 1 : mfs_group_first_block(&c->sb, g);
+	uint64_t base = inodes ? (uint64_t)g * c->ipg + 1 : fmt_group_first_block(&c->sb, g);
 	struct diff d = { .text = "" };
 	struct fsck_pctx p = { .group = g, .str = d.text };
 	bool fix;
@@ -122,14 +122,14 @@ static int check_bitmap(struct fsck_ctx *c, uint32_t g, bool inodes, const uint8
 		return err;
 	if (compare(want, c->buf, 8 * c->bs, base, &d)) {
 		fix = fsck_fix(c, inodes ? PR_IBITMAP : PR_BBITMAP, &p);
-	} else if (le32toh(*csum) != mfs_bitmap_csum(&c->sb, kind, g, want)) {
+	} else if (le32toh(*csum) != fmt_bitmap_csum(&c->sb, kind, g, want)) {
 		fix = fsck_fix(c, inodes ? PR_IBITMAP_CSUM : PR_BBITMAP_CSUM, &p);
 	} else {
 		return 0;
 	}
 	if (!fix)
 		return 0;
-	*csum = htole32(mfs_bitmap_csum(&c->sb, kind, g, want));
+	*csum = htole32(fmt_bitmap_csum(&c->sb, kind, g, want));
 	c->gdt_dirty = true;
 	return fsck_write(c, blk, want);
 }

@@ -1,8 +1,8 @@
 /*
  * regions.c - the reserved-region table (pass 0).
  *
- * fsck judges the table as the mount does (mfs_region_table_check,
- * mfs_region_entry_problem) and, beyond that, that no region lies on a
+ * fsck judges the table as the mount does (fmt_region_table_check,
+ * fmt_region_entry_problem) and, beyond that, that no region lies on a
  * block of the groups.  Its repairs change the table only: a region's
  * bytes are its owner's, and fsck never reads or writes them.
  */
@@ -36,7 +36,7 @@ static void remove_entry(struct fsck_ctx *c, struct mfs_region_entry *tbl, uint3
 static const char *entry_problem(struct fsck_ctx *c, const struct mfs_region_entry *tbl,
 				 uint32_t i)
 {
-	const char *why = mfs_region_entry_problem(&c->sb, tbl, i);
+	const char *why = fmt_region_entry_problem(&c->sb, tbl, i);
 
 	if (!why && le64toh(tbl[i].re_start) < c->nblocks)
 		why = "a range overlapping the block groups";
@@ -89,10 +89,10 @@ int fsck_regions(struct fsck_ctx *c)
 	err = fsck_read(c, blk, c->buf);
 	if (err)
 		return err;
-	if (mfs_region_table_check(&c->sb, c->buf, why, sizeof(why))) {
+	if (fmt_region_table_check(&c->sb, c->buf, why, sizeof(why))) {
 		/* Header sound, checksum wrong: keep the entries. */
-		mfs_block_set_csum(&c->sb, MFS_CSUM_REGION, 0, c->buf);
-		csum_only = !mfs_region_table_check(&c->sb, c->buf, NULL, 0);
+		fmt_block_set_csum(&c->sb, MFS_CSUM_REGION, 0, c->buf);
+		csum_only = !fmt_region_table_check(&c->sb, c->buf, NULL, 0);
 		p.str = why;
 		if (!fsck_fix(c, csum_only ? PR_RGN_TABLE_CSUM : PR_RGN_TABLE, &p))
 			return 0;
@@ -107,6 +107,6 @@ int fsck_regions(struct fsck_ctx *c)
 	changed = check_entries(c);
 	if (!changed)
 		return 0;
-	mfs_block_set_csum(&c->sb, MFS_CSUM_REGION, 0, c->buf);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_REGION, 0, c->buf);
 	return fsck_write(c, blk, c->buf);
 }

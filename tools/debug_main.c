@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "jnl.h"
-#include "mfs.h"
+#include "fmt.h"
 #include "tools.h"
 #include "util.h"
 
@@ -42,7 +42,7 @@ static const char usage_text[] =
 "or I/O error.\n";
 
 struct dbg {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	void *blk;                 /* one block buffer */
 	FILE *out;                 /* stdout, or /dev/null while verifying */
 	unsigned long problems;    /* for verify */
@@ -68,11 +68,11 @@ static int status_of(struct dbg *d, int err)
 static int check_bitmap(struct dbg *d, uint32_t g, unsigned kind, uint64_t blk,
 			uint32_t stored)
 {
-	int err = mfs_raw_read(&d->raw, blk, d->blk);
+	int err = fmt_raw_read(&d->raw, blk, d->blk);
 
 	if (err)
 		return status_of(d, err);
-	if (mfs_bitmap_csum(&d->raw.sb, kind, g, d->blk) == stored)
+	if (fmt_bitmap_csum(&d->raw.sb, kind, g, d->blk) == stored)
 		return 0;
 	snprintf(d->raw.why, sizeof(d->raw.why), "group %" PRIu32 ": %s bitmap "
 		 "(block %" PRIu64 ") checksum mismatch", g,
@@ -86,13 +86,13 @@ static int cmd_groups(struct dbg *d)
 
 	for (uint32_t g = 0; g < le32toh(d->raw.sb.s_groups_count); g++) {
 		const struct mfs_group_desc *gd;
-		int err = mfs_raw_gdesc(&d->raw, g, &gd), st;
+		int err = fmt_raw_gdesc(&d->raw, g, &gd), st;
 
 		if (err) {
 			worst = UT_MAX(worst, status_of(d, err));
 			continue;
 		}
-		mfs_gdesc_print(g, gd, d->out);
+		fmt_gdesc_print(g, gd, d->out);
 		st = check_bitmap(d, g, MFS_CSUM_BBITMAP, le32toh(gd->bg_block_bitmap),
 				  le32toh(gd->bg_block_bitmap_csum));
 		worst = UT_MAX(worst, st);
@@ -129,12 +129,12 @@ static int cmd_inode(struct dbg *d, const char *arg)
 			 le32toh(d->raw.sb.s_inodes_count));
 		return EXIT_USAGE;
 	}
-	err = mfs_raw_inode(&d->raw, ino, &in);
+	err = fmt_raw_inode(&d->raw, ino, &in);
 	if (err)
 		return status_of(d, err);
-	mfs_inode_print(ino, &in, d->out);
+	fmt_inode_print(ino, &in, d->out);
 	/* Printed first: the fields are what one wants to see of a bad inode. */
-	if (mfs_inode_check_size(&d->raw.sb, ino, &in, d->raw.why, sizeof(d->raw.why)))
+	if (fmt_inode_check_size(&d->raw.sb, ino, &in, d->raw.why, sizeof(d->raw.why)))
 		return damaged(d);
 	return 0;
 }
@@ -157,11 +157,11 @@ static int dir_block(void *arg, uint64_t lblk, uint64_t pblk)
 {
 	struct dir_walk *w = arg;
 	struct dbg *d = w->d;
-	int err = mfs_raw_read(&d->raw, pblk, d->blk), stop = 0;
+	int err = fmt_raw_read(&d->raw, pblk, d->blk), stop = 0;
 
 	(void)lblk;
 	if (!err)
-		err = mfs_dirblock_check(&d->raw.sb, w->ino, d->blk, d->raw.why,
+		err = fmt_dirblock_check(&d->raw.sb, w->ino, d->blk, d->raw.why,
 					 sizeof(d->raw.why));
 	if (err)
 		return err;
@@ -184,9 +184,9 @@ static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg,
 		    unsigned long *blocks)
 {
 	struct dir_walk dw = { .d = d, .ino = ino, .fn = fn, .arg = arg };
-	struct mfs_bmap_walk w;
+	struct fmt_bmap_walk w;
 	struct mfs_inode in;
-	int err = mfs_raw_inode(&d->raw, ino, &in);
+	int err = fmt_raw_inode(&d->raw, ino, &in);
 
 	if (err)
 		return err;
@@ -195,10 +195,10 @@ static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg,
 			 " is not a directory", ino);
 		return -ENOTDIR;
 	}
-	mfs_raw_bmap_walk_init(&d->raw, ino, &in, &w);
+	fmt_raw_bmap_walk_init(&d->raw, ino, &in, &w);
 	w.data = dir_block;
 	w.ctx = &dw;
-	err = mfs_bmap_walk(&w, 0, le64toh(in.i_size) / d->raw.bs);
+	err = fmt_bmap_walk(&w, 0, le64toh(in.i_size) / d->raw.bs);
 	if (blocks)
 		*blocks += dw.blocks;
 	return err > 0 ? 0 : err;
@@ -206,7 +206,7 @@ static int walk_dir(struct dbg *d, uint32_t ino, dirent_fn fn, void *arg,
 
 static int print_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
 {
-	fprintf(d->out, "%" PRIu32 " %s %.*s\n", le32toh(de->inode), mfs_ft_name(de->file_type),
+	fprintf(d->out, "%" PRIu32 " %s %.*s\n", le32toh(de->inode), fmt_ft_name(de->file_type),
 	       de->name_len, de->name);
 	return 0;
 }
@@ -286,12 +286,12 @@ static int cmd_regions(struct dbg *d)
 	fprintf(d->out, "regions: %" PRIu32 "\n", n);
 	if (!n)
 		return 0;
-	err = mfs_raw_read(&d->raw, tbl, d->blk);
+	err = fmt_raw_read(&d->raw, tbl, d->blk);
 	if (err)
 		return status_of(d, err);
 	if (le32toh(h->rh_magic) != MFS_REGION_MAGIC || le32toh(h->rh_count) != n ||
 	    n > (d->raw.bs - MFS_REGION_HDR_SIZE - 4) / MFS_REGION_ENTRY_SIZE ||
-	    !mfs_block_csum_ok(&d->raw.sb, MFS_CSUM_REGION, 0, d->blk)) {
+	    !fmt_block_csum_ok(&d->raw.sb, MFS_CSUM_REGION, 0, d->blk)) {
 		snprintf(d->raw.why, sizeof(d->raw.why), "region table (block %" PRIu64
 			 "): bad magic, count or checksum", tbl);
 		return damaged(d);
@@ -309,16 +309,16 @@ static int read_jsb(struct dbg *d, uint64_t *pblk)
 {
 	uint32_t nblocks = le32toh(d->raw.sb.s_journal_blocks);
 	struct mfs_inode in;
-	int err = mfs_raw_inode(&d->raw, MFS_JOURNAL_INO, &in);
+	int err = fmt_raw_inode(&d->raw, MFS_JOURNAL_INO, &in);
 
 	if (!err)
-		err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &in, 0, pblk);
+		err = fmt_raw_bmap(&d->raw, MFS_JOURNAL_INO, &in, 0, pblk);
 	if (!err && !*pblk) {
 		snprintf(d->raw.why, sizeof(d->raw.why), "journal inode maps no block 0");
 		err = -EUCLEAN;
 	}
 	if (!err)
-		err = mfs_raw_read(&d->raw, *pblk, d->blk);
+		err = fmt_raw_read(&d->raw, *pblk, d->blk);
 	if (!err)
 		err = jnl_sb_check(d->blk, nblocks, d->raw.bs, d->raw.why,
 				   sizeof(d->raw.why));
@@ -374,7 +374,7 @@ static void print_state(struct dbg *d, FILE *out)
 
 static int cmd_super(struct dbg *d)
 {
-	mfs_sb_print(&d->raw.sb, d->out);
+	fmt_sb_print(&d->raw.sb, d->out);
 	print_state(d, d->out);
 	return 0;
 }
@@ -405,13 +405,13 @@ static int any_block(void *arg, uint64_t lblk, uint64_t pblk)
 static int verify_map(struct dbg *d, uint32_t ino, const struct mfs_inode *in,
 		      struct tally *t)
 {
-	struct mfs_bmap_walk w;
+	struct fmt_bmap_walk w;
 
-	mfs_raw_bmap_walk_init(&d->raw, ino, in, &w);
+	fmt_raw_bmap_walk_init(&d->raw, ino, in, &w);
 	w.indirect = count_indirect;
 	w.data = any_block;
 	w.ctx = t;
-	return mfs_bmap_walk(&w, 0, UINT64_MAX);
+	return fmt_bmap_walk(&w, 0, UINT64_MAX);
 }
 
 static int count_dirent(struct dbg *d, const struct mfs_dirent *de, void *arg)
@@ -434,9 +434,9 @@ static int verify_xattr(struct dbg *d, uint32_t ino, const struct mfs_inode *in,
 			 PRIu64 " is outside the filesystem", ino, blk);
 		return -EUCLEAN;
 	}
-	err = mfs_raw_read(&d->raw, blk, d->blk);
+	err = fmt_raw_read(&d->raw, blk, d->blk);
 	if (!err)
-		err = mfs_xattr_block_check(&d->raw.sb, blk, d->blk, why, sizeof(why));
+		err = fmt_xattr_block_check(&d->raw.sb, blk, d->blk, why, sizeof(why));
 	if (err == -EUCLEAN)
 		snprintf(d->raw.why, sizeof(d->raw.why), "inode %" PRIu32 ": %s", ino, why);
 	t->xattr += !err;
@@ -447,7 +447,7 @@ static int verify_inode(struct dbg *d, uint32_t ino, struct tally *t)
 {
 	struct mfs_inode in;
 	uint16_t mode;
-	int err = mfs_raw_inode(&d->raw, ino, &in);
+	int err = fmt_raw_inode(&d->raw, ino, &in);
 
 	if (err)
 		return err;
@@ -477,14 +477,14 @@ static void verify_group_inodes(struct dbg *d, uint32_t g, struct tally *t)
 	uint32_t ipg = le32toh(d->raw.sb.s_inodes_per_group);
 	const struct mfs_group_desc *gd;
 	uint8_t *map = malloc(d->raw.bs);
-	int err = mfs_raw_gdesc(&d->raw, g, &gd);
+	int err = fmt_raw_gdesc(&d->raw, g, &gd);
 
 	if (!map) {
 		note(d, -ENOMEM);
 		return;
 	}
 	if (!err)
-		err = mfs_raw_read(&d->raw, le32toh(gd->bg_inode_bitmap), d->blk);
+		err = fmt_raw_read(&d->raw, le32toh(gd->bg_inode_bitmap), d->blk);
 	if (!err)
 		memcpy(map, d->blk, d->raw.bs);
 	for (uint32_t i = 0; i < ipg && !err; i++)
@@ -552,7 +552,7 @@ static int open_image(const char *path, struct dbg *d, struct bdev **bd)
 		mlog_err("cannot open %s: %s", path, strerror(-err));
 		return EXIT_USAGE;
 	}
-	err = mfs_raw_open(*bd, &d->raw);
+	err = fmt_raw_open(*bd, &d->raw);
 	if (err) {
 		if (err != -EUCLEAN)
 			mlog_err("cannot read %s: %s", path, strerror(-err));
@@ -584,7 +584,7 @@ int main(int argc, char **argv)
 	st = d.blk ? run_command(&d, argc > 2 ? argv[2] : "super", argc > 3 ? argv[3] : NULL)
 		   : EXIT_USAGE;
 	bdev_free_buf(d.blk);
-	mfs_raw_close(&d.raw);
+	fmt_raw_close(&d.raw);
 	bdev_close(bd);
 	return st;
 }

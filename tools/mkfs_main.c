@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mfs.h"
+#include "fmt.h"
 #include "tools.h"
 #include "util.h"
 
@@ -47,7 +47,7 @@ static const char usage_text[] =
 "Exit status: 0 success, 1 failure (one line on stderr names the problem).\n";
 
 struct mkfs_args {
-	struct mfs_mkfs_opts o;
+	struct fmt_mkfs_opts o;
 	const char *image;
 	uint64_t size;          /* 0: use the target's size */
 	bool force, quiet;
@@ -71,11 +71,11 @@ static int parse_uuid(const char *s, uint8_t out[16])
 	return (n == 32 && !*s) ? 0 : -EINVAL;
 }
 
-static int parse_region(const char *arg, struct mfs_mkfs_opts *o)
+static int parse_region(const char *arg, struct fmt_mkfs_opts *o)
 {
 	const char *colon = strchr(arg, ':');
 	size_t len = colon ? (size_t)(colon - arg) : 0;
-	struct mfs_region_spec *r;
+	struct fmt_region_spec *r;
 
 	if (!colon || len == 0 || len >= MFS_REGION_NAME_LEN)
 		return tool_fail("region '%s': expected NAME:SIZE with a name of "
@@ -87,8 +87,8 @@ static int parse_region(const char *arg, struct mfs_mkfs_opts *o)
 	/* The region is the file /.regions/NAME: "." and ".." name no file. */
 	if ((len == 1 && arg[0] == '.') || (len == 2 && !strncmp(arg, "..", 2)))
 		return tool_fail("region '%s': '.' and '..' cannot name a region", arg);
-	if (o->nregions >= MFS_MAX_REGIONS_ARG)
-		return tool_fail("too many regions (at most %d)", MFS_MAX_REGIONS_ARG);
+	if (o->nregions >= FMT_MAX_REGIONS_ARG)
+		return tool_fail("too many regions (at most %d)", FMT_MAX_REGIONS_ARG);
 	r = &o->regions[o->nregions];
 	memset(r->name, 0, sizeof(r->name));
 	memcpy(r->name, arg, len);
@@ -99,7 +99,7 @@ static int parse_region(const char *arg, struct mfs_mkfs_opts *o)
 }
 
 /* One default of -o: data=MODE or errors=BEHAVIOUR. */
-static int parse_default(const char *opt, struct mfs_mkfs_opts *o)
+static int parse_default(const char *opt, struct fmt_mkfs_opts *o)
 {
 	static const struct { const char *name; bool data; uint32_t v; } known[] = {
 		{ "data=ordered", true, MFS_DEFM_DATA_ORDERED },
@@ -123,7 +123,7 @@ static int parse_default(const char *opt, struct mfs_mkfs_opts *o)
 			 "errors=continue|remount-ro)", opt);
 }
 
-static int parse_defaults(const char *arg, struct mfs_mkfs_opts *o)
+static int parse_defaults(const char *arg, struct fmt_mkfs_opts *o)
 {
 	char *copy = strdup(arg), *save = NULL;
 	int err = copy ? 0 : -ENOMEM;
@@ -324,7 +324,7 @@ static int write_zeros(int fd, uint64_t off, uint64_t len)
 }
 
 /*
- * mfs_mkfs_opts.reserve for an image file: the journal and the regions
+ * fmt_mkfs_opts.reserve for an image file: the journal and the regions
  * get their blocks on the host now, so that no write there depends on the
  * host's free space -- a host that fills up then fails file data and
  * metadata on their way home, never the log, and never a store into a
@@ -333,14 +333,14 @@ static int write_zeros(int fd, uint64_t off, uint64_t len)
  * host has no fallocate (nothing is written there yet: zeros change
  * nothing).
  */
-static int reserve_range(void *arg, enum mfs_reserve what, uint64_t off, uint64_t len)
+static int reserve_range(void *arg, enum fmt_reserve what, uint64_t off, uint64_t len)
 {
 	struct mkfs_args *a = arg;
-	const char *name = what == MFS_RESERVE_JOURNAL ? "the journal" :
+	const char *name = what == FMT_RESERVE_JOURNAL ? "the journal" :
 			   "the reserved regions";
 	int err;
 
-	if (what == MFS_RESERVE_JOURNAL && a->lazy_journal)
+	if (what == FMT_RESERVE_JOURNAL && a->lazy_journal)
 		return 0;
 	do
 		err = fallocate(a->fd, 0, (off_t)off, (off_t)len) ? errno : 0;
@@ -349,7 +349,7 @@ static int reserve_range(void *arg, enum mfs_reserve what, uint64_t off, uint64_
 		err = write_zeros(a->fd, off, len);
 	if (err == ENOSPC || err == EDQUOT)
 		return tool_fail("%s: the host has no room for %s (%s)%s", a->image,
-				 name, strerror(err), what == MFS_RESERVE_JOURNAL ?
+				 name, strerror(err), what == FMT_RESERVE_JOURNAL ?
 				 "; -E lazy_journal_init leaves it sparse" : "");
 	if (err)
 		return tool_fail("%s: cannot allocate %s on the host: %s", a->image,
@@ -359,10 +359,10 @@ static int reserve_range(void *arg, enum mfs_reserve what, uint64_t off, uint64_
 
 static void print_summary(const struct mkfs_args *a, struct bdev *bd)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	char buf[32];
 
-	if (mfs_raw_open(bd, &raw))
+	if (fmt_raw_open(bd, &raw))
 		return;
 	printf("Created a miscfs filesystem on %s\n", a->image);
 	printf("  %" PRIu64 " blocks of %" PRIu32 " bytes (%s), %" PRIu32 " inodes, "
@@ -373,13 +373,13 @@ static void print_summary(const struct mkfs_args *a, struct bdev *bd)
 	       a->o.reserve && a->lazy_journal ? " (sparse in the image)" : "");
 	printf("  superblock backups in groups:");
 	for (uint32_t g = 1; g < le32toh(raw.sb.s_groups_count); g++)
-		if (mfs_group_has_super(g))
+		if (fmt_group_has_super(g))
 			printf(" %" PRIu32, g);
 	printf("\n");
 	for (unsigned i = 0; i < a->o.nregions; i++)
 		printf("  region %s: %s\n", a->o.regions[i].name,
 		       ut_format_size(a->o.regions[i].bytes, buf, sizeof(buf)));
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 }
 
 static int run(struct mkfs_args *a)
@@ -404,7 +404,7 @@ static int run(struct mkfs_args *a)
 	if (!err)
 		err = bdev_open(a->image, &bo, &bd);
 	if (!err) {
-		err = mfs_mkfs(bd, &a->o);
+		err = fmt_mkfs(bd, &a->o);
 		if (!err && !a->quiet)
 			print_summary(a, bd);
 		bdev_close(bd);

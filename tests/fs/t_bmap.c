@@ -45,12 +45,12 @@ static uint64_t alloc_block(void)
 	struct mfs_group_desc *gd = gdesc(0);
 	uint8_t *map = block(le32toh(gd->bg_block_bitmap));
 
-	for (uint32_t i = 0; i < mfs_group_nblocks(sb, 0); i++) {
+	for (uint32_t i = 0; i < fmt_group_nblocks(sb, 0); i++) {
 		if (map[i / 8] & (1u << (i % 8)))
 			continue;
 		map[i / 8] |= (uint8_t)(1u << (i % 8));
-		gd->bg_block_bitmap_csum = htole32(mfs_bitmap_csum(sb, MFS_CSUM_BBITMAP, 0, map));
-		gd->bg_checksum = htole32(mfs_gdesc_csum(sb, 0, gd));
+		gd->bg_block_bitmap_csum = htole32(fmt_bitmap_csum(sb, MFS_CSUM_BBITMAP, 0, map));
+		gd->bg_checksum = htole32(fmt_gdesc_csum(sb, 0, gd));
 		memset(block(i), 0, BS);
 		return i;
 	}
@@ -63,7 +63,7 @@ static uint64_t indirect(uint32_t ino, uint32_t slot, uint64_t ptr)
 	uint64_t blk = alloc_block();
 
 	((uint32_t *)block(blk))[slot] = htole32((uint32_t)ptr);
-	mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, ino, block(blk));
+	fmt_block_set_csum(sb, MFS_CSUM_INDIRECT, ino, block(blk));
 	return blk;
 }
 
@@ -72,9 +72,9 @@ static uint64_t indirect_all(uint32_t ino, uint64_t ptr)
 {
 	uint64_t blk = alloc_block();
 
-	for (uint32_t i = 0; i < mfs_addr_per_block(BS); i++)
+	for (uint32_t i = 0; i < fmt_addr_per_block(BS); i++)
 		((uint32_t *)block(blk))[i] = htole32((uint32_t)ptr);
-	mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, ino, block(blk));
+	fmt_block_set_csum(sb, MFS_CSUM_INDIRECT, ino, block(blk));
 	return blk;
 }
 
@@ -98,7 +98,7 @@ static uint64_t dir_block(uint32_t ino)
 	memcpy(dotdot->name, "..", 2);
 	t->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
 	t->det_type = MFS_FT_DIR_TAIL;
-	mfs_block_set_csum(sb, MFS_CSUM_DIR, ino, b);
+	fmt_block_set_csum(sb, MFS_CSUM_DIR, ino, b);
 	return blk;
 }
 
@@ -108,14 +108,14 @@ static void put_inode(uint32_t ino, struct mfs_inode *in)
 	struct mfs_group_desc *gd = gdesc(0);
 	uint8_t *map = block(le32toh(gd->bg_inode_bitmap));
 	uint32_t off;
-	uint64_t blk = mfs_inode_block(sb, le32toh(gd->bg_inode_table), ino, &off);
+	uint64_t blk = fmt_inode_block(sb, le32toh(gd->bg_inode_table), ino, &off);
 
 	in->i_links_count = htole16(1);
-	in->i_checksum = htole32(mfs_inode_csum(sb, ino, in));
+	in->i_checksum = htole32(fmt_inode_csum(sb, ino, in));
 	memcpy(block(blk) + off, in, sizeof(*in));
 	map[(ino - 1) / 8] |= (uint8_t)(1u << ((ino - 1) % 8));
-	gd->bg_inode_bitmap_csum = htole32(mfs_bitmap_csum(sb, MFS_CSUM_IBITMAP, 0, map));
-	gd->bg_checksum = htole32(mfs_gdesc_csum(sb, 0, gd));
+	gd->bg_inode_bitmap_csum = htole32(fmt_bitmap_csum(sb, MFS_CSUM_IBITMAP, 0, map));
+	gd->bg_checksum = htole32(fmt_gdesc_csum(sb, 0, gd));
 }
 
 static struct mfs_inode new_inode(uint16_t mode, uint64_t size)
@@ -130,7 +130,7 @@ static struct mfs_inode new_inode(uint16_t mode, uint64_t size)
 
 static uint64_t max_blocks(void)
 {
-	return mfs_max_file_blocks(BS);
+	return fmt_max_file_blocks(BS);
 }
 
 static uint64_t last_data;   /* the data block at the end of SPARSE_FILE */
@@ -140,7 +140,7 @@ static char bad_why[128];    /* what is said about it */
 static void craft(void)
 {
 	struct mfs_inode in;
-	uint32_t last = mfs_addr_per_block(BS) - 1;
+	uint32_t last = fmt_addr_per_block(BS) - 1;
 
 	t_assert(le32toh(sb->s_inodes_per_group) > LOOP_DIR, "inodes in group 0");
 	in = new_inode(S_IFREG | 0644, 1ull << 63);
@@ -152,7 +152,7 @@ static void craft(void)
 	put_inode(HUGE_DIR, &in);
 
 	/* The largest directory there can be, all holes after its first block. */
-	in = new_inode(S_IFDIR | 0755, mfs_max_file_size(BS));
+	in = new_inode(S_IFDIR | 0755, fmt_max_file_size(BS));
 	in.i_block[0] = htole32((uint32_t)dir_block(SPARSE_DIR));
 	in.i_block[MFS_DIND_BLOCK] = htole32((uint32_t)indirect(SPARSE_DIR, 0, 0));
 	in.i_block[MFS_TIND_BLOCK] = htole32((uint32_t)indirect(SPARSE_DIR, 0, 0));
@@ -160,7 +160,7 @@ static void craft(void)
 
 	/* The largest file, one block mapped at its very end. */
 	last_data = alloc_block();
-	in = new_inode(S_IFREG | 0644, mfs_max_file_size(BS));
+	in = new_inode(S_IFREG | 0644, fmt_max_file_size(BS));
 	in.i_block[MFS_TIND_BLOCK] = htole32((uint32_t)indirect(SPARSE_FILE, last,
 		indirect(SPARSE_FILE, last, indirect(SPARSE_FILE, last, last_data))));
 	put_inode(SPARSE_FILE, &in);
@@ -174,7 +174,7 @@ static void craft(void)
 		 " maps block 19 to 4294967280, outside the filesystem", bad_ind);
 
 	/* Four blocks on disk that map one directory block a billion times. */
-	in = new_inode(S_IFDIR | 0755, mfs_max_file_size(BS));
+	in = new_inode(S_IFDIR | 0755, fmt_max_file_size(BS));
 	in.i_block[0] = htole32((uint32_t)dir_block(LOOP_DIR));
 	in.i_block[MFS_TIND_BLOCK] = htole32((uint32_t)indirect_all(LOOP_DIR,
 		indirect_all(LOOP_DIR, indirect_all(LOOP_DIR, le32toh(in.i_block[0])))));
@@ -206,22 +206,22 @@ static int on_indirect(void *arg, uint64_t blk, int depth)
 	return 0;
 }
 
-static int walk(struct mfs_raw *raw, uint32_t ino, uint64_t first, uint64_t end,
+static int walk(struct fmt_raw *raw, uint32_t ino, uint64_t first, uint64_t end,
 		struct seen *s)
 {
 	struct mfs_inode in;
-	struct mfs_bmap_walk w;
+	struct fmt_bmap_walk w;
 
-	t_ok(mfs_raw_inode(raw, ino, &in));
-	mfs_raw_bmap_walk_init(raw, ino, &in, &w);
+	t_ok(fmt_raw_inode(raw, ino, &in));
+	fmt_raw_bmap_walk_init(raw, ino, &in, &w);
 	w.data = on_data;
 	w.indirect = on_indirect;
 	w.ctx = s;
 	memset(s, 0, sizeof(*s));
-	return mfs_bmap_walk(&w, first, end);
+	return fmt_bmap_walk(&w, first, end);
 }
 
-static void expect_why(struct mfs_raw *raw, const char *text)
+static void expect_why(struct fmt_raw *raw, const char *text)
 {
 	t_assert(strstr(raw->why, text), "message '%s' lacks '%s'", raw->why, text);
 	printf("ok: refused: %s\n", raw->why);
@@ -229,12 +229,12 @@ static void expect_why(struct mfs_raw *raw, const char *text)
 
 static void check_library(void)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 	struct seen s;
 	uint64_t pblk;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	t_eq(walk(&raw, HUGE_FILE, 0, UINT64_MAX, &s), -EUCLEAN);
 	expect_why(&raw, "inode 12: i_size 9223372036854775808 is beyond the largest file");
 	t_eq(walk(&raw, HUGE_DIR, 0, 1, &s), -EUCLEAN);
@@ -253,12 +253,12 @@ static void check_library(void)
 	t_ok(walk(&raw, SPARSE_FILE, 0, max_blocks() - 1, &s));
 	t_eq(s.data, 0);
 
-	t_ok(mfs_raw_inode(&raw, SPARSE_FILE, &in));
-	t_ok(mfs_raw_bmap(&raw, SPARSE_FILE, &in, max_blocks() - 1, &pblk));
+	t_ok(fmt_raw_inode(&raw, SPARSE_FILE, &in));
+	t_ok(fmt_raw_bmap(&raw, SPARSE_FILE, &in, max_blocks() - 1, &pblk));
 	t_eq(pblk, last_data);
-	t_ok(mfs_raw_bmap(&raw, SPARSE_FILE, &in, 5000, &pblk));
+	t_ok(fmt_raw_bmap(&raw, SPARSE_FILE, &in, 5000, &pblk));
 	t_eq(pblk, 0);
-	t_eq(mfs_raw_bmap(&raw, SPARSE_FILE, &in, max_blocks(), &pblk), -EUCLEAN);
+	t_eq(fmt_raw_bmap(&raw, SPARSE_FILE, &in, max_blocks(), &pblk), -EUCLEAN);
 
 	t_eq(walk(&raw, BAD_PTR, 0, UINT64_MAX, &s), -EUCLEAN);
 	expect_why(&raw, bad_why);
@@ -268,7 +268,7 @@ static void check_library(void)
 	expect_why(&raw, "inode 17: the block map meets more than the 2048 blocks");
 	t_ok(walk(&raw, LOOP_DIR, max_blocks() - 1, max_blocks(), &s));
 	t_eq(s.data, 1);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	printf("ok: library walks\n");
 }
 
@@ -390,11 +390,11 @@ static void test_library(void)
 /* The crafted image both cases walk; it stays open until the exit. */
 static void setup(void)
 {
-	struct mfs_mkfs_opts o = { .block_size = BS, .zeroed = true };
+	struct fmt_mkfs_opts o = { .block_size = BS, .zeroed = true };
 
 	mlog_set_level(MLOG_ERR);
 	t_ok(bdev_mem_create(8u << 20, BS, &bd));
-	t_ok(mfs_mkfs(bd, &o));
+	t_ok(fmt_mkfs(bd, &o));
 	img = bdev_mem_data(bd);
 	sb = (struct mfs_super *)(img + MFS_SB_OFFSET);
 	craft();

@@ -369,7 +369,7 @@ static void crowd_walk(struct mfs_fs *fs)
 static void test_evicted(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .commit_s = 60 };
-	struct mfs_mkfs_opts mo = { .block_size = bs, .inodes = CROWD + 512, .zeroed = true,
+	struct fmt_mkfs_opts mo = { .block_size = bs, .inodes = CROWD + 512, .zeroed = true,
 				    .now = 1700000000, .csum_seed = 0x5eed };
 	struct bdev *bd, *img;
 	struct mfs_fs *fs;
@@ -377,7 +377,7 @@ static void test_evicted(void)
 	size_t pos;
 
 	bd = t_dev_mem(16u << 20, bs);
-	t_ok(mfs_mkfs(bd, &mo));
+	t_ok(fmt_mkfs(bd, &mo));
 	fs = tf_mount_opts(bd, &o);
 	crowd_make(fs);
 	t_ok(mfs_unmount(fs));

@@ -203,7 +203,7 @@ static void check_image(void)
 static void run(uint32_t block_size, uint64_t bytes)
 {
 	/* A journal long enough for double-indirect blocks at any block size. */
-	struct mfs_mkfs_opts o = { .block_size = block_size, .zeroed = true,
+	struct fmt_mkfs_opts o = { .block_size = block_size, .zeroed = true,
 				   .journal_bytes = 1100ull * block_size };
 	struct bdev *bd;
 
@@ -211,7 +211,7 @@ static void run(uint32_t block_size, uint64_t bytes)
 	o.regions[0].bytes = 64 << 10;
 	o.nregions = 1;
 	t_ok(bdev_mem_create(bytes, block_size, &bd));
-	t_ok(mfs_mkfs(bd, &o));
+	t_ok(fmt_mkfs(bd, &o));
 	img = bdev_mem_data(bd);
 	memset(checked, 0, sizeof(checked));
 	sb_copies = 0;
@@ -247,7 +247,7 @@ static void test_kinds(void)
 	bs = 1024;
 	for (size_t i = 0; i < UT_ARRAY_SIZE(kinds); i++)
 		expect("block of kind", kinds[i].doc,
-		       mfs_block_csum(&sb, kinds[i].ours, 4711, blk),
+		       fmt_block_csum(&sb, kinds[i].ours, 4711, blk),
 		       doc_csum(kinds[i].doc, 4711, blk, bs - 4));
 	printf("ok: directory, indirect, xattr and region-table kinds\n");
 }

@@ -212,16 +212,16 @@ static void contents(struct mfs_fs *fs)
  * files reached the disk, their inode slots were never used. */
 static void unmount_check(struct mfs_fs *fs, struct bdev *bd)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 
 	t_ok(mfs_unmount(fs));
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	for (uint32_t ino = MFS_CTL_DIR_INO; ino <= MFS_STATS_INO; ino++) {
-		t_ok(mfs_raw_inode(&raw, ino, &in));
+		t_ok(fmt_raw_inode(&raw, ino, &in));
 		t_eq(in.i_mode, 0);
 	}
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	tf_check(bd, true);
 	bdev_close(bd);
 }

@@ -40,8 +40,8 @@ static void expect_bad(const char *what, const char *text)
 {
 	char why[256] = "";
 
-	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
-	t_eq(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)), -EUCLEAN);
+	fmt_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	t_eq(fmt_dirblock_check(&sb, 12, blk, why, sizeof(why)), -EUCLEAN);
 	t_assert(strstr(why, text), "%s: message '%s' lacks '%s'", what, why, text);
 	printf("ok: %s -> %s\n", what, why);
 	good_block();
@@ -61,9 +61,9 @@ static void test_csum_binds_dir(void)
 	char why[256];
 
 	good_block();
-	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
-	t_ok(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)));
-	t_eq(mfs_dirblock_check(&sb, 13, blk, why, sizeof(why)), -EUCLEAN);
+	fmt_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	t_ok(fmt_dirblock_check(&sb, 12, blk, why, sizeof(why)));
+	t_eq(fmt_dirblock_check(&sb, 13, blk, why, sizeof(why)), -EUCLEAN);
 	t_assert(strstr(why, "checksum mismatch"), "another directory's block: %s", why);
 }
 
@@ -115,8 +115,8 @@ static void test_unused_name_len(void)
 	good_block();
 	((struct mfs_dirent *)(blk + 24))->inode = 0;
 	((struct mfs_dirent *)(blk + 24))->name_len = 200;
-	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
-	t_ok(mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)));
+	fmt_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	t_ok(fmt_dirblock_check(&sb, 12, blk, why, sizeof(why)));
 }
 
 T_MAIN_SETUP(setup(),

@@ -151,12 +151,12 @@ static void same_cost(const struct cost *small, const struct cost *big)
 
 static struct bdev *mkfs_big(uint32_t bs, uint64_t bytes, uint32_t inodes)
 {
-	struct mfs_mkfs_opts o = { .block_size = bs, .zeroed = true, .now = 1700000000,
+	struct fmt_mkfs_opts o = { .block_size = bs, .zeroed = true, .now = 1700000000,
 				   .csum_seed = 0x5eed, .inodes = inodes };
 	struct bdev *bd;
 
 	t_ok(bdev_mem_create(bytes, bs, &bd));
-	t_ok(mfs_mkfs(bd, &o));
+	t_ok(fmt_mkfs(bd, &o));
 	return bd;
 }
 

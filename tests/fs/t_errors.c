@@ -39,7 +39,7 @@ static bool disk_recover(struct bdev *bd)
 static void set_sb(struct bdev *bd, void (*fn)(struct mfs_super *))
 {
 	fn(disk_sb(bd));
-	mfs_sb_set_csum(disk_sb(bd));
+	fmt_sb_set_csum(disk_sb(bd));
 }
 
 static void incompat(struct mfs_super *sb) { sb->s_feature_incompat |= htole32(0x80); }
@@ -49,14 +49,14 @@ static void errors_ro(struct mfs_super *sb) { sb->s_errors = htole16(MFS_ERRORS_
 /* Device block of the journal's block @lblk. */
 static uint64_t jblock(struct bdev *bd, uint64_t lblk)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 	uint64_t pblk;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_inode(&raw, MFS_JOURNAL_INO, &in));
-	t_ok(mfs_raw_bmap(&raw, MFS_JOURNAL_INO, &in, lblk, &pblk));
-	mfs_raw_close(&raw);
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_inode(&raw, MFS_JOURNAL_INO, &in));
+	t_ok(fmt_raw_bmap(&raw, MFS_JOURNAL_INO, &in, lblk, &pblk));
+	fmt_raw_close(&raw);
 	t_assert(pblk, "journal block %" PRIu64 " is mapped", lblk);
 	return pblk;
 }
@@ -93,17 +93,17 @@ static void test_damage(void)
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20 };
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
 	struct mfs_super sb;
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 	struct mfs_fs *fs;
 	struct stat st;
 	uint32_t copy;
 	uint64_t blk;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_inode(&raw, MFS_ROOT_INO, &in));
-	t_ok(mfs_raw_bmap(&raw, MFS_ROOT_INO, &in, 0, &blk));
-	mfs_raw_close(&raw);
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_inode(&raw, MFS_ROOT_INO, &in));
+	t_ok(fmt_raw_bmap(&raw, MFS_ROOT_INO, &in, 0, &blk));
+	fmt_raw_close(&raw);
 	((uint8_t *)bdev_mem_data(bd))[blk * 1024 + 4] ^= 0x40;
 	set_sb(bd, errors_ro);               /* the superblock's default */
 	fs = tf_mount(bd);
@@ -112,7 +112,7 @@ static void test_damage(void)
 	t_eq(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL), -EIO);
 	tf_log_release();
 	t_assert(disk_errors(bd), "the damage is not on the disk");
-	t_ok(mfs_sb_load(bd, &sb, &copy));   /* checksum good, primary used */
+	t_ok(fmt_sb_load(bd, &sb, &copy));   /* checksum good, primary used */
 	t_eq(copy, 0);
 	t_assert(strstr(tf_log(), "remount-ro"), "s_errors ignored: %s", tf_log());
 	t_eq(mfs_mkdir(fs, &tf_root, MFS_FIRST_INO, "d", 0755, NULL, NULL), -EROFS);
@@ -276,7 +276,7 @@ static void test_errors_survive_replay(void)
 	struct bdev *bd = tf_mkfs(1024, DEV_BYTES), *crashed;
 	struct mfs_fs *fs = tf_mount(bd);
 	struct mfs_file *f;
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 	struct stat st;
 	uint64_t x, blk;
@@ -285,10 +285,10 @@ static void test_errors_survive_replay(void)
 	x = st.st_ino;
 	mfs_forget(fs, x, 1);
 	tf_unmount_check(fs, bd);
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_inode(&raw, (uint32_t)x, &in));
-	t_ok(mfs_raw_bmap(&raw, (uint32_t)x, &in, 0, &blk));
-	mfs_raw_close(&raw);
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_inode(&raw, (uint32_t)x, &in));
+	t_ok(fmt_raw_bmap(&raw, (uint32_t)x, &in, 0, &blk));
+	fmt_raw_close(&raw);
 	((uint8_t *)bdev_mem_data(bd))[blk * 1024 + 4] ^= 0x40;
 
 	fs = tf_mount(bd);

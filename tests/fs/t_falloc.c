@@ -300,7 +300,7 @@ static void errors_case(void)
 	uint64_t ino = mkfile(fs, MFS_ROOT_INO, "e", S_IFREG | 0644);
 	uint64_t fifo = mkfile(fs, MFS_ROOT_INO, "fifo", S_IFIFO | 0644);
 	uint64_t sock = mkfile(fs, MFS_ROOT_INO, "sock", S_IFSOCK | 0644);
-	uint64_t max = mfs_max_file_size(bs);
+	uint64_t max = fmt_max_file_size(bs);
 	struct mfs_file *f = open_(fs, ino, O_RDWR), *ro = open_(fs, ino, O_RDONLY);
 	struct mfs_file *ff = open_(fs, fifo, O_RDWR), *fsock = open_(fs, sock, O_RDWR);
 

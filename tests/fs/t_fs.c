@@ -19,12 +19,12 @@ const struct mfs_cred tf_other = { 1001, 1001, 022, 1, user_groups };
 
 struct bdev *tf_mkfs(uint32_t bs, uint64_t bytes)
 {
-	struct mfs_mkfs_opts o = { .block_size = bs, .zeroed = true, .now = 1700000000,
+	struct fmt_mkfs_opts o = { .block_size = bs, .zeroed = true, .now = 1700000000,
 				   .csum_seed = 0x5eed };
 	struct bdev *bd;
 
 	bd = t_dev_mem(bytes, bs);
-	t_ok(mfs_mkfs(bd, &o));
+	t_ok(fmt_mkfs(bd, &o));
 	return bd;
 }
 
@@ -76,14 +76,14 @@ static void fsck_clean(struct bdev *bd)
  */
 static void unmounted_clean(struct bdev *bd)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	t_assert(le16toh(raw.sb.s_state) & MFS_STATE_VALID, "not marked clean");
 	t_assert(!(le32toh(raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_RECOVER),
 		 "still needs recovery");
 	t_eq(le32toh(raw.sb.s_last_orphan), 0);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 }
 
 void tf_check(struct bdev *bd, bool clean)

@@ -415,7 +415,7 @@ static void test_writer_races_journal(void)
  */
 static void small_journal_rewrite(uint32_t bs)
 {
-	struct mfs_mkfs_opts mo = { .block_size = bs, .zeroed = true,
+	struct fmt_mkfs_opts mo = { .block_size = bs, .zeroed = true,
 				    .now = 1700000000, .journal_bytes = 1024u * bs };
 	struct mfs_mount_opts o = jopts;
 	struct mfs_setattr sa = { .valid = MFS_SET_SIZE, .size = 5000 };
@@ -426,7 +426,7 @@ static void small_journal_rewrite(uint32_t bs)
 	char *buf = malloc(len), *got = malloc(len);
 
 	bd = t_dev_mem(64u << 20, bs);
-	t_ok(mfs_mkfs(bd, &mo));
+	t_ok(fmt_mkfs(bd, &mo));
 	o.cache_bytes = 1u << 20;
 	fs = tf_mount_opts(bd, &o);
 	ino = create(fs, "big");

@@ -114,7 +114,7 @@ static void set_sb(struct bdev *bd, void (*fn)(struct mfs_super *))
 	struct mfs_super *sb = (void *)((char *)bdev_mem_data(bd) + MFS_SB_OFFSET);
 
 	fn(sb);
-	mfs_sb_set_csum(sb);
+	fmt_sb_set_csum(sb);
 }
 
 static void incompat(struct mfs_super *sb) { sb->s_feature_incompat |= htole32(0x80); }
@@ -168,17 +168,17 @@ static void test_refusals(void)
 static void test_bad_dirblock(void)
 {
 	struct bdev *bd = tf_mkfs(1024, 8u << 20);
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 	struct mfs_fs *fs;
 	struct stat st;
 	uint64_t blk;
 	uint8_t *img;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_inode(&raw, MFS_ROOT_INO, &in));
-	t_ok(mfs_raw_bmap(&raw, MFS_ROOT_INO, &in, 0, &blk));
-	mfs_raw_close(&raw);
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_inode(&raw, MFS_ROOT_INO, &in));
+	t_ok(fmt_raw_bmap(&raw, MFS_ROOT_INO, &in, 0, &blk));
+	fmt_raw_close(&raw);
 	img = (uint8_t *)bdev_mem_data(bd) + blk * 1024;
 	img[4] ^= 0x40;                     /* rec_len of "." */
 	fs = tf_mount(bd);

@@ -152,7 +152,7 @@ static void seeks(struct mfs_fs *fs, uint64_t f, uint64_t big)
 
 static void data(struct mfs_fs *fs, struct bdev *bd)
 {
-	uint64_t big = (uint64_t)bs * (12 + 2 * mfs_addr_per_block(bs) + 5);
+	uint64_t big = (uint64_t)bs * (12 + 2 * fmt_addr_per_block(bs) + 5);
 	uint64_t f = mkfile(fs, MFS_ROOT_INO, "data", 0644), h;
 	struct stat st;
 
@@ -193,7 +193,7 @@ static void data(struct mfs_fs *fs, struct bdev *bd)
 
 static void truncate_(struct mfs_fs *fs, struct bdev *bd)
 {
-	uint64_t size = (uint64_t)bs * (12 + mfs_addr_per_block(bs) + 40), f;
+	uint64_t size = (uint64_t)bs * (12 + fmt_addr_per_block(bs) + 40), f;
 	struct mfs_setattr sa = { .valid = MFS_SET_SIZE };
 	struct statvfs before, after;
 	struct stat st;
@@ -664,7 +664,7 @@ static void rename_(struct mfs_fs *fs, struct bdev *bd)
 static void create_fails(struct mfs_fs *fs, struct bdev *bd)
 {
 	const struct mfs_group_desc *gd;
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct stat st;
 	uint64_t bitmap;
 	int err;
@@ -672,11 +672,11 @@ static void create_fails(struct mfs_fs *fs, struct bdev *bd)
 	mkfile(fs, MFS_ROOT_INO, "gone", 0644);
 	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "gone"));
 	fs = remount(fs, bd);                   /* nothing cached */
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	t_eq(le32toh(raw.sb.s_groups_count), 1);
-	t_ok(mfs_raw_gdesc(&raw, 0, &gd));
+	t_ok(fmt_raw_gdesc(&raw, 0, &gd));
 	bitmap = le32toh(gd->bg_block_bitmap);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	t_ok(bdev_wrap_fail(bd, bitmap * bs, bs, BDEV_WRAP_FAIL_READ));
 	err = mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL);
 	t_assert(err == -EIO, "mkdir %d", err);

@@ -46,23 +46,23 @@ static void rm(struct mfs_fs *fs, const char *name)
 
 static struct mfs_inode raw_inode(struct bdev *bd, uint64_t ino)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_inode(&raw, (uint32_t)ino, &in));
-	mfs_raw_close(&raw);
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_inode(&raw, (uint32_t)ino, &in));
+	fmt_raw_close(&raw);
 	return in;
 }
 
 static uint32_t orphan_head(struct bdev *bd)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	uint32_t head;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	head = le32toh(raw.sb.s_last_orphan);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	return head;
 }
 
@@ -71,7 +71,7 @@ static void set_orphan_head(struct bdev *bd, uint32_t ino)
 	struct mfs_super *sb = (void *)((char *)bdev_mem_data(bd) + MFS_SB_OFFSET);
 
 	sb->s_last_orphan = htole32(ino);
-	mfs_sb_set_csum(sb);
+	fmt_sb_set_csum(sb);
 }
 
 /* One byte of @ino's indirect block flipped: its checksum fails. */
@@ -148,28 +148,28 @@ static void test_free_fails(void)
 /* Inode @ino as the device holds it, to change in place; then reseal. */
 static struct mfs_inode *disk_inode(struct bdev *bd, uint64_t ino)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	const struct mfs_group_desc *gd;
 	uint32_t ipg, isz;
 	uint64_t off;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	ipg = le32toh(raw.sb.s_inodes_per_group);
 	isz = le16toh(raw.sb.s_inode_size);
-	t_ok(mfs_raw_gdesc(&raw, (uint32_t)((ino - 1) / ipg), &gd));
+	t_ok(fmt_raw_gdesc(&raw, (uint32_t)((ino - 1) / ipg), &gd));
 	off = (uint64_t)le32toh(gd->bg_inode_table) * raw.bs + (ino - 1) % ipg * isz;
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	return (void *)((char *)bdev_mem_data(bd) + off);
 }
 
 static void reseal(struct bdev *bd, uint64_t ino)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode *in = disk_inode(bd, ino);
 
-	t_ok(mfs_raw_open(bd, &raw));
-	in->i_checksum = htole32(mfs_inode_csum(&raw.sb, (uint32_t)ino, in));
-	mfs_raw_close(&raw);
+	t_ok(fmt_raw_open(bd, &raw));
+	in->i_checksum = htole32(fmt_inode_csum(&raw.sb, (uint32_t)ino, in));
+	fmt_raw_close(&raw);
 }
 
 /* Files a (unlinked, 3000 bytes), b (linked, 5000 bytes, cut short
@@ -246,11 +246,11 @@ static void test_out_of_range(void)
 	uint64_t ino[3];
 	struct bdev *bd = orphan_list(ino);
 	uint32_t n;
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	n = le32toh(raw.sb.s_inodes_count) + 5;
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	set_next(bd, ino[2], n);
 	mount_damaged_list(bd, ino, n, "cannot read");
 	printf("ok: an inode out of range ends the orphan list at the mount\n");

@@ -1298,7 +1298,7 @@ static uint64_t read_all(struct mfs_fs *fs, const struct line *l, uint8_t *buf)
 	t_ok(mfs_open(fs, &tf_root, l->ino, O_RDONLY, &f));
 	t_eq(mfs_read(fs, f, buf, MAX_FILE, 0), l->size);
 	t_ok(mfs_release(fs, f));
-	return mfs_csum(0, 0, buf, l->size);
+	return fmt_csum(0, 0, buf, l->size);
 }
 
 static void check_file(const struct world *w, const struct cut *c, int id,
@@ -1480,23 +1480,23 @@ static int past_end(void *ctx, uint64_t lblk, uint64_t pblk)
 /* No regular file maps a block at or past its end. */
 static void check_ends(struct bdev *img, const struct seen_fs *s)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 
-	t_ok(mfs_raw_open(img, &raw));
+	t_ok(fmt_raw_open(img, &raw));
 	for (uint32_t i = 0; i < s->ls.n; i++) {
 		const struct line *l = &s->ls.v[i];
-		struct mfs_bmap_walk bw;
+		struct fmt_bmap_walk bw;
 		struct mfs_inode in;
 
 		if (!S_ISREG(l->mode))
 			continue;
-		t_ok(mfs_raw_inode(&raw, l->ino, &in));
-		mfs_raw_bmap_walk_init(&raw, l->ino, &in, &bw);
+		t_ok(fmt_raw_inode(&raw, l->ino, &in));
+		fmt_raw_bmap_walk_init(&raw, l->ino, &in, &bw);
 		bw.data = past_end;
 		bw.ctx = (void *)l;
-		t_ok(mfs_bmap_walk(&bw, UT_DIV_ROUND_UP(l->size, BS), UINT64_MAX));
+		t_ok(fmt_bmap_walk(&bw, UT_DIV_ROUND_UP(l->size, BS), UINT64_MAX));
 	}
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 }
 
 /* Grown by truncation past the end of its last block, a file must read

@@ -25,7 +25,7 @@ static uint64_t blob_ino = MFS_REGION_INO(0), two_ino = MFS_REGION_INO(1);
 
 static struct bdev *mkfs_regions(void)
 {
-	struct mfs_mkfs_opts o = { .block_size = BS, .zeroed = true, .now = 1700000000,
+	struct fmt_mkfs_opts o = { .block_size = BS, .zeroed = true, .now = 1700000000,
 				   .csum_seed = 0x5eed, .nregions = 2 };
 	struct bdev *bd;
 
@@ -34,35 +34,35 @@ static struct bdev *mkfs_regions(void)
 	strcpy(o.regions[1].name, "two");
 	o.regions[1].bytes = 8192;
 	bd = t_dev_mem(32u << 20, BS);
-	t_ok(mfs_mkfs(bd, &o));
+	t_ok(fmt_mkfs(bd, &o));
 	return bd;
 }
 
 /* Byte offset of region @i on the device, from its table. */
 static uint64_t region_off(struct bdev *bd, unsigned i)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	uint8_t *blk = bdev_alloc_buf(BS);
 	const struct mfs_region_entry *e;
 	uint64_t off;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_read(&raw, le64toh(raw.sb.s_region_table), blk));
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_read(&raw, le64toh(raw.sb.s_region_table), blk));
 	e = (const void *)(blk + MFS_REGION_HDR_SIZE);
 	off = le64toh(e[i].re_start) * BS;
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	bdev_free_buf(blk);
 	return off;
 }
 
 static uint64_t regions_start(struct bdev *bd)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	uint64_t start;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	start = le64toh(raw.sb.s_regions_start) * BS;
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	return start;
 }
 
@@ -337,15 +337,15 @@ static void test_damaged(void)
 {
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .force = true };
 	struct bdev *bd = mkfs_regions();
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	uint64_t table;
 	struct mfs_fs *fs;
 	struct stat st;
 	char list[4096];
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	table = le64toh(raw.sb.s_region_table);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	((uint8_t *)bdev_mem_data(bd))[table * BS + MFS_REGION_HDR_SIZE + 40] ^= 1;
 	fs = tf_mount_opts(bd, &o);
 	t_eq(mfs_lookup(fs, &tf_root, MFS_REGIONS_DIR_INO, "blob", &st, NULL), -ENOENT);

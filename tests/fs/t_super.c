@@ -27,7 +27,7 @@ struct bound {
 
 static uint32_t bs(void)
 {
-	return mfs_block_size(&base);
+	return fmt_block_size(&base);
 }
 
 static uint32_t groups(const struct mfs_super *sb)
@@ -139,18 +139,18 @@ static void set_last_group(struct mfs_super *sb, uint32_t n)
 {
 	uint32_t last = groups(sb) - 1;
 
-	sb->s_blocks_count = htole64(mfs_group_first_block(sb, last) + n);
+	sb->s_blocks_count = htole64(fmt_group_first_block(sb, last) + n);
 	sb->s_free_blocks_count = 0;
 }
 
 static void last_group_short(struct mfs_super *sb)
 {
-	set_last_group(sb, mfs_group_meta_blocks(sb, groups(sb) - 1) - 1);
+	set_last_group(sb, fmt_group_meta_blocks(sb, groups(sb) - 1) - 1);
 }
 
 static void last_group_just_fits(struct mfs_super *sb)
 {
-	set_last_group(sb, mfs_group_meta_blocks(sb, groups(sb) - 1));
+	set_last_group(sb, fmt_group_meta_blocks(sb, groups(sb) - 1));
 }
 
 /* Groups of @bpg blocks, with the counts that follow from it. */
@@ -170,7 +170,7 @@ static void set_bpg(struct mfs_super *sb, uint32_t bpg)
 static void itable_over_group(struct mfs_super *sb)
 {
 	set_ipg(sb, 8 * bs());
-	set_bpg(sb, mfs_itable_blocks(sb));
+	set_bpg(sb, fmt_itable_blocks(sb));
 }
 
 static void reserved_over(struct mfs_super *sb)
@@ -260,8 +260,8 @@ static void check_bound(const struct bound *b)
 	int err;
 
 	b->mutate(&sb);
-	mfs_sb_set_csum(&sb);
-	err = mfs_sb_check(&sb, dev_bytes, why, sizeof(why));
+	fmt_sb_set_csum(&sb);
+	err = fmt_sb_check(&sb, dev_bytes, why, sizeof(why));
 	if (!b->text) {
 		t_assert(!err, "%s: must be accepted, refused: %s", b->what, why);
 		printf("ok: %s: accepted\n", b->what);
@@ -274,19 +274,19 @@ static void check_bound(const struct bound *b)
 
 static void run(uint32_t block_size, uint64_t bytes)
 {
-	struct mfs_mkfs_opts o = { .block_size = block_size, .zeroed = true };
+	struct fmt_mkfs_opts o = { .block_size = block_size, .zeroed = true };
 	struct bdev *bd;
 	char why[256];
 
 	t_ok(bdev_mem_create(bytes, block_size, &bd));
-	t_ok(mfs_mkfs(bd, &o));
+	t_ok(fmt_mkfs(bd, &o));
 	memcpy(&base, (char *)bdev_mem_data(bd) + MFS_SB_OFFSET, sizeof(base));
 	dev_bytes = bd->size;
 	bdev_close(bd);
-	t_assert(!mfs_sb_check(&base, dev_bytes, why, sizeof(why)), "fresh: %s", why);
+	t_assert(!fmt_sb_check(&base, dev_bytes, why, sizeof(why)), "fresh: %s", why);
 	t_assert(groups(&base) >= 2, "%u groups", groups(&base));
 	base.s_checksum ^= htole32(1);
-	t_eq(mfs_sb_check(&base, dev_bytes, why, sizeof(why)), -EUCLEAN);
+	t_eq(fmt_sb_check(&base, dev_bytes, why, sizeof(why)), -EUCLEAN);
 	t_assert(strstr(why, "checksum mismatch"), "flipped checksum: %s", why);
 	base.s_checksum ^= htole32(1);
 	for (size_t i = 0; i < UT_ARRAY_SIZE(bounds); i++)

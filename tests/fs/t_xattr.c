@@ -288,18 +288,18 @@ static void edit_inode(struct bdev *bd, uint64_t ino, void (*fn)(struct mfs_inod
 		       uint32_t arg)
 {
 	const struct mfs_group_desc *gd;
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode *in;
 	uint32_t off;
 	uint64_t blk;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_gdesc(&raw, (uint32_t)(ino - 1) / le32toh(raw.sb.s_inodes_per_group), &gd));
-	blk = mfs_inode_block(&raw.sb, le32toh(gd->bg_inode_table), (uint32_t)ino, &off);
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_gdesc(&raw, (uint32_t)(ino - 1) / le32toh(raw.sb.s_inodes_per_group), &gd));
+	blk = fmt_inode_block(&raw.sb, le32toh(gd->bg_inode_table), (uint32_t)ino, &off);
 	in = (void *)((uint8_t *)bdev_mem_data(bd) + blk * bs + off);
 	fn(in, arg);
-	in->i_checksum = htole32(mfs_inode_csum(&raw.sb, (uint32_t)ino, in));
-	mfs_raw_close(&raw);
+	in->i_checksum = htole32(fmt_inode_csum(&raw.sb, (uint32_t)ino, in));
+	fmt_raw_close(&raw);
 }
 
 /* The inode flags as chattr(1) sets them. */
@@ -331,14 +331,14 @@ static void long_entry(struct mfs_inode *in, uint32_t arg)
 
 static uint64_t xattr_block(struct bdev *bd, uint64_t ino)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct mfs_inode in;
 	uint64_t blk;
 
-	t_ok(mfs_raw_open(bd, &raw));
-	t_ok(mfs_raw_inode(&raw, (uint32_t)ino, &in));
+	t_ok(fmt_raw_open(bd, &raw));
+	t_ok(fmt_raw_inode(&raw, (uint32_t)ino, &in));
 	blk = le32toh(in.i_xattr_block);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	return blk;
 }
 

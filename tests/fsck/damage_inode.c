@@ -108,7 +108,7 @@ static int ind_out_of_range(struct md_img *d)
 	*ptr = htole32(new);
 	md_say("indirect block %" PRIu64 " of inode %" PRIu32 " (/big): pointer %" PRIu32
 	       " %" PRIu32 " -> %" PRIu32 " (beyond s_blocks_count)", blk, ino, k, old, new);
-	mfs_block_set_csum(&d->raw.sb, MFS_CSUM_INDIRECT, ino, d->blk);
+	fmt_block_set_csum(&d->raw.sb, MFS_CSUM_INDIRECT, ino, d->blk);
 	err = md_write_block(d, blk, d->blk);
 	return err ? err : md_set_bit(d, MFS_CSUM_BBITMAP, old, false);
 }
@@ -135,7 +135,7 @@ static int size_beyond_max(struct md_img *d)
 {
 	struct mfs_inode in;
 	const struct md_entry *e = take(d, md_is_data_file, &in, true);
-	uint64_t new = mfs_max_file_size(d->bs) + d->bs * (1 + md_pick(d, 100));
+	uint64_t new = fmt_max_file_size(d->bs) + d->bs * (1 + md_pick(d, 100));
 
 	if (!e)
 		return -ENOENT;
@@ -311,7 +311,7 @@ static int xattr_value_beyond(struct md_img *d)
 	       "e_value_size %u -> %u (beyond the block)", blk, ino,
 	       le16toh(x->e_value_size), d->bs);
 	x->e_value_size = htole16((uint16_t)d->bs);
-	mfs_block_set_csum(&d->raw.sb, MFS_CSUM_XATTR, blk, d->blk);
+	fmt_block_set_csum(&d->raw.sb, MFS_CSUM_XATTR, blk, d->blk);
 	return md_write_block(d, blk, d->blk);
 }
 

@@ -24,7 +24,7 @@ struct jlog {
 
 static int jblock(struct md_img *d, struct jlog *j, uint32_t pos, uint64_t *pblk)
 {
-	int err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &j->jin, pos, pblk);
+	int err = fmt_raw_bmap(&d->raw, MFS_JOURNAL_INO, &j->jin, pos, pblk);
 
 	return !err && !*pblk ? -EUCLEAN : err;
 }
@@ -64,7 +64,7 @@ static int jput_sb(struct md_img *d, struct jlog *j, bool csum)
 	int err = jblock(d, j, 0, &pblk);
 
 	if (csum)
-		j->sb.s_checksum = htole32(mfs_csum(0, 0, &j->sb,
+		j->sb.s_checksum = htole32(fmt_csum(0, 0, &j->sb,
 						    offsetof(struct jnl_superblock, s_checksum)));
 	if (!err)
 		err = md_write_at(d, pblk * d->bs, &j->sb, sizeof(j->sb));
@@ -83,7 +83,7 @@ static void jheader(struct jlog *j, void *blk, uint32_t type, uint32_t bs)
 
 static uint32_t jseal(struct md_img *d, struct jlog *j, void *blk)
 {
-	uint32_t s = mfs_csum(j->seed, j->tid, blk, d->bs - 4);
+	uint32_t s = fmt_csum(j->seed, j->tid, blk, d->bs - 4);
 
 	*(uint32_t *)((char *)blk + d->bs - 4) = htole32(s);
 	return s;
@@ -95,7 +95,7 @@ static int jtx_block(struct md_img *d, struct jlog *j, uint64_t home,
 {
 	uint8_t desc[4096];
 	uint32_t tag[4];
-	uint32_t dsum = mfs_csum(j->seed, j->tid, data, d->bs);
+	uint32_t dsum = fmt_csum(j->seed, j->tid, data, d->bs);
 	int err;
 
 	jheader(j, desc, JNL_BT_DESCRIPTOR, d->bs);
@@ -123,7 +123,7 @@ static int jtx_commit(struct md_img *d, struct jlog *j, bool good)
 	memcpy(c + 12, &v, 4);
 	v = htole32(j->nsums);
 	memcpy(c + 24, &v, 4);
-	v = htole32(mfs_csum(j->seed, j->tid, j->sums, j->nsums * 4));
+	v = htole32(fmt_csum(j->seed, j->tid, j->sums, j->nsums * 4));
 	memcpy(c + 28, &v, 4);
 	seal = jseal(d, j, c);
 	if (!good)
@@ -159,7 +159,7 @@ static int file_block0(struct md_img *d, const char *path, uint64_t *pblk)
 	int err = ino ? md_get_inode(d, ino, &in) : -ENOENT;
 
 	if (!err)
-		err = mfs_raw_bmap(&d->raw, ino, &in, 0, pblk);
+		err = fmt_raw_bmap(&d->raw, ino, &in, 0, pblk);
 	return err;
 }
 

@@ -72,8 +72,8 @@ static int gd_bitmap_outside(struct md_img *d)
 	uint32_t g = pick_group(d), groups = le32toh(d->raw.sb.s_groups_count);
 	struct mfs_group_desc gd = d->raw.gdt[g];
 	uint32_t old = le32toh(gd.bg_block_bitmap);
-	uint64_t new = g + 1 < groups ? mfs_group_first_block(&d->raw.sb, g + 1) + 3
-				      : mfs_group_first_block(&d->raw.sb, g) - 3;
+	uint64_t new = g + 1 < groups ? fmt_group_first_block(&d->raw.sb, g + 1) + 3
+				      : fmt_group_first_block(&d->raw.sb, g) - 3;
 
 	gd.bg_block_bitmap = htole32((uint32_t)new);
 	md_say("group %" PRIu32 ": bg_block_bitmap %" PRIu32 " -> %" PRIu64
@@ -137,7 +137,7 @@ static int bbitmap_used_clear(struct md_img *d)
 	int err = e ? md_get_inode(d, e->ino, &in) : -ENOENT;
 
 	if (!err)
-		err = mfs_raw_bmap(&d->raw, e->ino, &in, 0, &pblk);
+		err = fmt_raw_bmap(&d->raw, e->ino, &in, 0, &pblk);
 	if (!err && !pblk)
 		err = -ENOENT;
 	if (!err)
@@ -208,7 +208,7 @@ static int read_regions(struct md_img *d, struct mfs_region_entry **e)
 static int put_regions(struct md_img *d, bool csum)
 {
 	if (csum)
-		mfs_block_set_csum(&d->raw.sb, MFS_CSUM_REGION, 0, d->blk);
+		fmt_block_set_csum(&d->raw.sb, MFS_CSUM_REGION, 0, d->blk);
 	return md_write_block(d, le64toh(d->raw.sb.s_region_table), d->blk);
 }
 

@@ -25,11 +25,11 @@ int md_img_open(struct md_img *d, const char *image, bool damaged)
 
 	if (err)
 		return err;
-	err = mfs_raw_open(d->bd, &d->raw);
+	err = fmt_raw_open(d->bd, &d->raw);
 	if (!err && d->raw.sb_group) {
 		fprintf(stderr, "mkdamage: %s: the primary superblock is damaged "
 			"already\n", image);
-		mfs_raw_close(&d->raw);
+		fmt_raw_close(&d->raw);
 		err = -EINVAL;
 	} else if (err) {
 		fprintf(stderr, "mkdamage: %s: %s\n", image,
@@ -63,7 +63,7 @@ int md_img_close(struct md_img *d)
 		err = -errno;
 	bdev_free_buf(d->blk);
 	md_manifest_free(&d->man);
-	mfs_raw_close(&d->raw);
+	fmt_raw_close(&d->raw);
 	bdev_close(d->bd);
 	return err;
 }
@@ -72,17 +72,17 @@ int md_img_close(struct md_img *d)
 int md_image_geometry(const char *image, uint32_t *bs, bool *recover)
 {
 	struct bdev_open_opts bo = { .block_size = 1024, .read_only = true };
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	struct bdev *bd;
 	int err = bdev_open(image, &bo, &bd);
 
 	if (err)
 		return err;
-	err = mfs_raw_open(bd, &raw);
+	err = fmt_raw_open(bd, &raw);
 	if (!err) {
 		*bs = raw.bs;
 		*recover = le32toh(raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_RECOVER;
-		mfs_raw_close(&raw);
+		fmt_raw_close(&raw);
 	}
 	bdev_close(bd);
 	return err;
@@ -114,7 +114,7 @@ int md_write_at(struct md_img *d, uint64_t off, const void *buf, size_t len)
 
 int md_read_block(struct md_img *d, uint64_t blk, void *buf)
 {
-	return mfs_raw_read(&d->raw, blk, buf);
+	return fmt_raw_read(&d->raw, blk, buf);
 }
 
 int md_write_block(struct md_img *d, uint64_t blk, const void *buf)
@@ -125,7 +125,7 @@ int md_write_block(struct md_img *d, uint64_t blk, const void *buf)
 int md_put_sb(struct md_img *d, struct mfs_super *sb, bool csum)
 {
 	if (csum)
-		mfs_sb_set_csum(sb);
+		fmt_sb_set_csum(sb);
 	return md_write_at(d, MFS_SB_OFFSET, sb, sizeof(*sb));
 }
 
@@ -133,17 +133,17 @@ int md_put_gdesc(struct md_img *d, uint32_t g, struct mfs_group_desc *gd,
 		 bool csum)
 {
 	uint32_t off;
-	uint64_t blk = mfs_gdesc_block(&d->raw.sb, g, &off);
+	uint64_t blk = fmt_gdesc_block(&d->raw.sb, g, &off);
 
 	if (csum)
-		gd->bg_checksum = htole32(mfs_gdesc_csum(&d->raw.sb, g, gd));
+		gd->bg_checksum = htole32(fmt_gdesc_csum(&d->raw.sb, g, gd));
 	d->raw.gdt[g] = *gd;
 	return md_write_at(d, blk * d->bs + off, gd, sizeof(*gd));
 }
 
 int md_get_inode(struct md_img *d, uint32_t ino, struct mfs_inode *in)
 {
-	int err = mfs_raw_inode(&d->raw, ino, in);
+	int err = fmt_raw_inode(&d->raw, ino, in);
 
 	if (err)
 		fprintf(stderr, "mkdamage: inode %" PRIu32 ": %s\n", ino,
@@ -154,11 +154,11 @@ int md_get_inode(struct md_img *d, uint32_t ino, struct mfs_inode *in)
 int md_put_inode(struct md_img *d, uint32_t ino, struct mfs_inode *in, bool csum)
 {
 	uint32_t g = (ino - 1) / le32toh(d->raw.sb.s_inodes_per_group), off;
-	uint64_t blk = mfs_inode_block(&d->raw.sb, le32toh(d->raw.gdt[g].bg_inode_table),
+	uint64_t blk = fmt_inode_block(&d->raw.sb, le32toh(d->raw.gdt[g].bg_inode_table),
 				       ino, &off);
 
 	if (csum)
-		in->i_checksum = htole32(mfs_inode_csum(&d->raw.sb, ino, in));
+		in->i_checksum = htole32(fmt_inode_csum(&d->raw.sb, ino, in));
 	return md_write_at(d, blk * d->bs + off, in, sizeof(*in));
 }
 
@@ -236,7 +236,7 @@ static void bit_place(struct md_img *d, unsigned kind, uint64_t nr, uint32_t *g,
 	} else {
 		*g = (uint32_t)((nr - le32toh(sb->s_first_data_block)) /
 				le32toh(sb->s_blocks_per_group));
-		*i = (uint32_t)(nr - mfs_group_first_block(sb, *g));
+		*i = (uint32_t)(nr - fmt_group_first_block(sb, *g));
 	}
 }
 
@@ -252,7 +252,7 @@ int md_test_bit(struct md_img *d, unsigned kind, uint64_t nr, bool *set)
 	int err;
 
 	bit_place(d, kind, nr, &g, &i);
-	err = mfs_raw_gdesc(&d->raw, g, &gd);
+	err = fmt_raw_gdesc(&d->raw, g, &gd);
 	if (!err)
 		err = md_read_block(d, bitmap_block(gd, kind), d->blk);
 	if (!err)
@@ -288,9 +288,9 @@ int md_set_bit(struct md_img *d, unsigned kind, uint64_t nr, bool set)
 	free = kind == MFS_CSUM_IBITMAP ? &gd.bg_free_inodes_count : &gd.bg_free_blocks_count;
 	*free = htole32(le32toh(*free) + (set ? -1 : 1));
 	if (kind == MFS_CSUM_IBITMAP)
-		gd.bg_inode_bitmap_csum = htole32(mfs_bitmap_csum(&d->raw.sb, kind, g, map));
+		gd.bg_inode_bitmap_csum = htole32(fmt_bitmap_csum(&d->raw.sb, kind, g, map));
 	else
-		gd.bg_block_bitmap_csum = htole32(mfs_bitmap_csum(&d->raw.sb, kind, g, map));
+		gd.bg_block_bitmap_csum = htole32(fmt_bitmap_csum(&d->raw.sb, kind, g, map));
 	md_say("group %" PRIu32 ": %s bitmap bit of %s %" PRIu64 " %d -> %d", g,
 	       kind == MFS_CSUM_IBITMAP ? "inode" : "block",
 	       kind == MFS_CSUM_IBITMAP ? "inode" : "block", nr, old, set);
@@ -316,7 +316,7 @@ static int each_dirblock(struct md_img *d, uint32_t dir, dirblock_fn fn, void *a
 	for (uint64_t b = 0; !err && b < le64toh(in.i_size) / d->bs; b++) {
 		uint64_t pblk;
 
-		err = mfs_raw_bmap(&d->raw, dir, &in, b, &pblk);
+		err = fmt_raw_bmap(&d->raw, dir, &in, b, &pblk);
 		if (!err && pblk)
 			err = md_read_block(d, pblk, d->blk);
 		if (!err && pblk)
@@ -367,7 +367,7 @@ int md_find_entry(struct md_img *d, uint32_t dir, const char *name,
 
 int md_put_dirblock(struct md_img *d, uint32_t dir, uint64_t pblk)
 {
-	mfs_block_set_csum(&d->raw.sb, MFS_CSUM_DIR, dir, d->blk);
+	fmt_block_set_csum(&d->raw.sb, MFS_CSUM_DIR, dir, d->blk);
 	return md_write_block(d, pblk, d->blk);
 }
 

@@ -48,7 +48,7 @@ int md_verify(const char *image);
 /* ---- an image open for damage -------------------------------------------- */
 
 struct md_img {
-	struct mfs_raw raw;          /* reads, through a 1 KiB bdev */
+	struct fmt_raw raw;          /* reads, through a 1 KiB bdev */
 	struct bdev *bd;
 	int fd;                      /* writes */
 	uint32_t bs;

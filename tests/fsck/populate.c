@@ -330,7 +330,7 @@ static int pop_tree(struct pop *p)
  * second block there too, past a hole. */
 static int pop_big(struct pop *p)
 {
-	uint64_t apb = mfs_addr_per_block(p->bs);
+	uint64_t apb = fmt_addr_per_block(p->bs);
 	uint64_t sparse[2] = { 0, (12 + apb + 5) * p->bs + 100 };
 
 	int err = pop_file(p, MFS_ROOT_INO, "big", (size_t)(12 + apb + 20) * p->bs, NULL);
@@ -390,7 +390,7 @@ static int pop_dirs(struct pop *p)
 static int make_fs(const char *image, uint64_t seed, uint32_t bs, struct bdev **bd)
 {
 	struct bdev_open_opts bo = { .block_size = bs, .no_direct = true };
-	struct mfs_mkfs_opts o = { .block_size = bs, .zeroed = true,
+	struct fmt_mkfs_opts o = { .block_size = bs, .zeroed = true,
 				   .now = POP_TIME, .uuid_set = true,
 				   .csum_seed = seed * 2654435761u + 12345,
 				   .nregions = 2 };
@@ -408,7 +408,7 @@ static int make_fs(const char *image, uint64_t seed, uint32_t bs, struct bdev **
 	o.regions[1].bytes = 40 << 10;
 	if (!err)
 		err = bdev_open(image, &bo, bd);
-	if (!err && (err = mfs_mkfs(*bd, &o)))
+	if (!err && (err = fmt_mkfs(*bd, &o)))
 		bdev_close(*bd);
 	return err;
 }
@@ -466,7 +466,7 @@ static int zero_log(struct md_img *d)
 	for (uint32_t i = 1; !err && i < n; i++) {
 		uint64_t pblk;
 
-		err = mfs_raw_bmap(&d->raw, MFS_JOURNAL_INO, &jin, i, &pblk);
+		err = fmt_raw_bmap(&d->raw, MFS_JOURNAL_INO, &jin, i, &pblk);
 		if (!err && pblk)
 			err = md_write_block(d, pblk, d->blk);
 	}

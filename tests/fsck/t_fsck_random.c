@@ -128,7 +128,7 @@ struct meta {
 	struct mfs_super sb;            /* the undamaged primary superblock */
 	uint32_t inos[512];             /* the inodes in use */
 	size_t ninos;
-	struct mfs_raw *raw;
+	struct fmt_raw *raw;
 	uint32_t ino;                   /* whose block map is being walked */
 };
 
@@ -170,9 +170,9 @@ static int skip_data(void *arg, uint64_t lblk, uint64_t blk)
 
 static void list_inode(struct meta *m, uint32_t ino, const struct mfs_inode *in)
 {
-	struct mfs_bmap_walk w;
+	struct fmt_bmap_walk w;
 
-	mfs_raw_bmap_walk_init(m->raw, ino, in, &w);
+	fmt_raw_bmap_walk_init(m->raw, ino, in, &w);
 	w.indirect = add_ind;
 	w.data = S_ISDIR(le16toh(in->i_mode)) ? add_data : skip_data;
 	w.ctx = m;
@@ -181,27 +181,27 @@ static void list_inode(struct meta *m, uint32_t ino, const struct mfs_inode *in)
 	if (ino == MFS_JOURNAL_INO) {
 		uint64_t jsb;
 
-		t_ok(mfs_raw_bmap(m->raw, ino, in, 0, &jsb));
+		t_ok(fmt_raw_bmap(m->raw, ino, in, 0, &jsb));
 		add(m, jsb, MK_JSUPER, 0);
 		return;
 	}
-	t_ok(mfs_bmap_walk(&w, 0, UINT64_MAX));
+	t_ok(fmt_bmap_walk(&w, 0, UINT64_MAX));
 	if (in->i_xattr_block)
 		add(m, le32toh(in->i_xattr_block), MK_XATTR, ino);
 }
 
 static void list_meta(struct bdev *bd, struct meta *m)
 {
-	struct mfs_raw raw;
+	struct fmt_raw raw;
 	uint32_t ipb = BS / MFS_INODE_SIZE, last_used = 0;
 
-	t_ok(mfs_raw_open(bd, &raw));
+	t_ok(fmt_raw_open(bd, &raw));
 	m->raw = &raw;
 	m->sb = raw.sb;
 	for (uint32_t ino = 1; ino <= le32toh(raw.sb.s_inodes_count); ino++) {
 		struct mfs_inode in;
 
-		t_ok(mfs_raw_inode(&raw, ino, &in));
+		t_ok(fmt_raw_inode(&raw, ino, &in));
 		if (!in.i_mode || in.i_dtime)
 			continue;
 		last_used = ino;
@@ -211,8 +211,8 @@ static void list_meta(struct bdev *bd, struct meta *m)
 	}
 	for (uint32_t g = 0; g < le32toh(raw.sb.s_groups_count); g++) {
 		const struct mfs_group_desc *gd = &raw.gdt[g];
-		uint64_t first = mfs_group_first_block(&raw.sb, g);
-		uint32_t meta = mfs_group_meta_blocks(&raw.sb, g) - mfs_itable_blocks(&raw.sb);
+		uint64_t first = fmt_group_first_block(&raw.sb, g);
+		uint32_t meta = fmt_group_meta_blocks(&raw.sb, g) - fmt_itable_blocks(&raw.sb);
 		uint32_t ipg = le32toh(raw.sb.s_inodes_per_group);
 
 		for (uint32_t i = 0; i < meta; i++) {
@@ -222,7 +222,7 @@ static void list_meta(struct bdev *bd, struct meta *m)
 				add(m, blk, MK_BBITMAP, g);
 			else if (blk == le32toh(gd->bg_inode_bitmap))
 				add(m, blk, MK_IBITMAP, g);
-			else if (i == 0 && mfs_group_has_super(g))
+			else if (i == 0 && fmt_group_has_super(g))
 				add(m, blk, MK_SUPER, g);
 			else
 				add(m, blk, MK_GDT, i - 1);
@@ -233,7 +233,7 @@ static void list_meta(struct bdev *bd, struct meta *m)
 	}
 	if (raw.sb.s_region_count)
 		add(m, le64toh(raw.sb.s_region_table), MK_REGION, 0);
-	mfs_raw_close(&raw);
+	fmt_raw_close(&raw);
 	m->raw = NULL;
 }
 
@@ -323,7 +323,7 @@ static void reseal(uint8_t *img, const struct meta *m, const struct mblk *mb)
 
 	switch (mb->kind) {
 	case MK_SUPER:
-		mfs_sb_set_csum((struct mfs_super *)b);
+		fmt_sb_set_csum((struct mfs_super *)b);
 		break;
 	case MK_GDT:
 		for (uint32_t i = 0; i < BS / MFS_DESC_SIZE; i++) {
@@ -331,44 +331,44 @@ static void reseal(uint8_t *img, const struct meta *m, const struct mblk *mb)
 			uint32_t g = mb->id * (BS / MFS_DESC_SIZE) + i;
 
 			if (g < le32toh(sb->s_groups_count))
-				gd->bg_checksum = htole32(mfs_gdesc_csum(sb, g, gd));
+				gd->bg_checksum = htole32(fmt_gdesc_csum(sb, g, gd));
 		}
 		break;
 	case MK_BBITMAP:
 	case MK_IBITMAP: {
 		/* The bitmap's checksum is in the primary descriptor. */
 		uint32_t off, g = mb->id;
-		uint64_t blk = mfs_gdesc_block(sb, g, &off);
+		uint64_t blk = fmt_gdesc_block(sb, g, &off);
 		struct mfs_group_desc *gd = (void *)(img + blk * BS + off);
-		uint32_t c = mfs_bitmap_csum(sb, mb->kind == MK_BBITMAP ? MFS_CSUM_BBITMAP :
+		uint32_t c = fmt_bitmap_csum(sb, mb->kind == MK_BBITMAP ? MFS_CSUM_BBITMAP :
 					     MFS_CSUM_IBITMAP, g, b);
 
 		if (mb->kind == MK_BBITMAP)
 			gd->bg_block_bitmap_csum = htole32(c);
 		else
 			gd->bg_inode_bitmap_csum = htole32(c);
-		gd->bg_checksum = htole32(mfs_gdesc_csum(sb, g, gd));
+		gd->bg_checksum = htole32(fmt_gdesc_csum(sb, g, gd));
 		break;
 	}
 	case MK_ITABLE:
 		for (uint32_t i = 0; i < BS / MFS_INODE_SIZE; i++) {
 			struct mfs_inode *in = (void *)(b + i * MFS_INODE_SIZE);
 
-			if (!mfs_inode_never_used(in))
-				in->i_checksum = htole32(mfs_inode_csum(sb, mb->id + i, in));
+			if (!fmt_inode_never_used(in))
+				in->i_checksum = htole32(fmt_inode_csum(sb, mb->id + i, in));
 		}
 		break;
 	case MK_DIR:
-		mfs_block_set_csum(sb, MFS_CSUM_DIR, mb->id, b);
+		fmt_block_set_csum(sb, MFS_CSUM_DIR, mb->id, b);
 		break;
 	case MK_IND:
-		mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, mb->id, b);
+		fmt_block_set_csum(sb, MFS_CSUM_INDIRECT, mb->id, b);
 		break;
 	case MK_XATTR:
-		mfs_block_set_csum(sb, MFS_CSUM_XATTR, mb->blk, b);
+		fmt_block_set_csum(sb, MFS_CSUM_XATTR, mb->blk, b);
 		break;
 	case MK_REGION:
-		mfs_block_set_csum(sb, MFS_CSUM_REGION, 0, b);
+		fmt_block_set_csum(sb, MFS_CSUM_REGION, 0, b);
 		break;
 	case MK_JSUPER: {
 		struct jnl_superblock *j = (void *)b;
@@ -480,7 +480,7 @@ static void fields_of(const uint8_t *img, const struct meta *m, const struct mbl
 		GD(bg_block_bitmap, blocks, V_BLOCK);
 		GD(bg_inode_bitmap, blocks, V_BLOCK);
 		GD(bg_inode_table, blocks, V_BLOCK);
-		GD(bg_free_blocks_count, mfs_group_nblocks(sb, g) + 1, V_PLAIN);
+		GD(bg_free_blocks_count, fmt_group_nblocks(sb, g) + 1, V_PLAIN);
 		GD(bg_free_inodes_count, ipg + 1, V_PLAIN);
 		GD(bg_used_dirs_count, ipg + 1, V_PLAIN);
 		GD(bg_flags, 1, V_PLAIN);
@@ -516,7 +516,7 @@ static void fields_of(const uint8_t *img, const struct meta *m, const struct mbl
 		IN(i_links_count, MFS_LINK_MAX + 1, V_PLAIN);
 		IN(i_uid, 0, V_PLAIN);
 		IN(i_flags, MFS_USER_FL_MASK + 1, V_PLAIN);
-		IN(i_size, mfs_max_file_size(BS) + 1, V_PLAIN);
+		IN(i_size, fmt_max_file_size(BS) + 1, V_PLAIN);
 		IN(i_blocks, 2 * blocks + 1, V_PLAIN);
 		IN(i_mtime_nsec, 1000000000, V_PLAIN);
 		IN(i_xattr_block, blocks, V_BLOCK);
@@ -557,7 +557,7 @@ static void fields_of(const uint8_t *img, const struct meta *m, const struct mbl
 		break;
 	}
 	case MK_IND: {
-		uint32_t apb = mfs_addr_per_block(BS), k = (uint32_t)(rng(s) % apb), p;
+		uint32_t apb = fmt_addr_per_block(BS), k = (uint32_t)(rng(s) % apb), p;
 
 		/* Two times in three a pointer in use, if the block has one. */
 		for (uint32_t j = 0, search = rng(s) % 3; search && j < apb; j++) {
@@ -929,7 +929,7 @@ static uint8_t *damaged;
 static void base(void)
 {
 	/* tf_mkfs's filesystem, with a region. */
-	struct mfs_mkfs_opts o = { .block_size = BS, .zeroed = true, .now = 1700000000,
+	struct fmt_mkfs_opts o = { .block_size = BS, .zeroed = true, .now = 1700000000,
 				   .csum_seed = 0x5eed, .nregions = 1 };
 	struct mfs_fs *fs;
 
@@ -938,7 +938,7 @@ static void base(void)
 	base_bd = t_dev_mem(IMG_BYTES, BS);
 	snprintf(o.regions[0].name, sizeof(o.regions[0].name), "blob");
 	o.regions[0].bytes = 64u << 10;
-	t_ok(mfs_mkfs(base_bd, &o));
+	t_ok(fmt_mkfs(base_bd, &o));
 	damaged = malloc(IMG_BYTES);
 	t_assert(damaged, "no memory");
 	fs = tf_mount(base_bd);

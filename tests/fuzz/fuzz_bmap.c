@@ -1,5 +1,5 @@
 /*
- * fuzz_bmap - mfs_bmap_walk() over any block map of a tiny filesystem.
+ * fuzz_bmap - fmt_bmap_walk() over any block map of a tiny filesystem.
  * Whatever the pointers, the walk ends after at most as many blocks as
  * the filesystem has, reports only blocks inside the range it was asked
  * for, in order, each where following the map by hand finds it, and says
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mfs.h"
+#include "fmt.h"
 
 #define BS      1024u
 #define NBLOCKS 16u
@@ -58,7 +58,7 @@ static uint32_t slot(uint64_t blk, uint32_t i)
 static uint64_t by_hand(const struct mfs_inode *in, uint64_t lblk)
 {
 	uint32_t off[4];
-	int depth = mfs_block_to_path(mfs_addr_per_block(BS), lblk, off);
+	int depth = fmt_block_to_path(fmt_addr_per_block(BS), lblk, off);
 	uint64_t blk = le32toh(in->i_block[off[0]]);
 
 	for (int level = 1; level < depth && blk; level++)
@@ -71,7 +71,7 @@ static uint64_t mapped_by_hand(const struct mfs_inode *in, uint64_t first, uint6
 {
 	uint64_t n = 0;
 
-	for (uint64_t lblk = first; lblk < end && lblk < mfs_max_file_blocks(BS); lblk++)
+	for (uint64_t lblk = first; lblk < end && lblk < fmt_max_file_blocks(BS); lblk++)
 		n += by_hand(in, lblk) != 0;
 	return n;
 }
@@ -94,7 +94,7 @@ static int on_data(void *arg, uint64_t lblk, uint64_t pblk)
  * the walk does not end before it starts. */
 static void fold(struct mfs_inode *in)
 {
-	in->i_size = htole64(le64toh(in->i_size) % (mfs_max_file_size(BS) + 2));
+	in->i_size = htole64(le64toh(in->i_size) % (fmt_max_file_size(BS) + 2));
 	for (int i = 0; i < MFS_N_BLOCKS; i++)
 		in->i_block[i] = htole32(le32toh(in->i_block[i]) % (NBLOCKS + 4));
 }
@@ -108,7 +108,7 @@ static void fold(struct mfs_inode *in)
 static void setup(struct mfs_super *sb, struct mfs_inode *in, const uint8_t *data,
 		  size_t size)
 {
-	uint32_t apb = mfs_addr_per_block(BS);
+	uint32_t apb = fmt_addr_per_block(BS);
 
 	memset(sb, 0, sizeof(*sb));
 	sb->s_blocks_count = htole64(NBLOCKS);
@@ -124,7 +124,7 @@ static void setup(struct mfs_super *sb, struct mfs_inode *in, const uint8_t *dat
 		return;
 	fold(in);
 	for (uint32_t b = 0; b < NBLOCKS; b++)
-		mfs_block_set_csum(sb, MFS_CSUM_INDIRECT, INO, disk[b]);
+		fmt_block_set_csum(sb, MFS_CSUM_INDIRECT, INO, disk[b]);
 }
 
 /*
@@ -134,7 +134,7 @@ static void setup(struct mfs_super *sb, struct mfs_inode *in, const uint8_t *dat
  */
 static uint64_t endpoint(const uint8_t *b)
 {
-	uint64_t apb = mfs_addr_per_block(BS), max = mfs_max_file_blocks(BS);
+	uint64_t apb = fmt_addr_per_block(BS), max = fmt_max_file_blocks(BS);
 	uint64_t level[] = { 0, MFS_NDIR_BLOCKS, MFS_NDIR_BLOCKS + apb,
 			     MFS_NDIR_BLOCKS + apb + apb * apb, max };
 	int64_t near = (int64_t)level[b[0] % 5] + (int8_t)b[1];
@@ -150,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mfs_inode in;
 	struct seen s = { .in = &in };
 	char why[256] = "";
-	struct mfs_bmap_walk w = {
+	struct fmt_bmap_walk w = {
 		.sb = &sb, .ino = INO, .in = &in, .read_block = read_block,
 		.data = on_data, .ctx = &s, .why = why, .whylen = sizeof(why),
 	};
@@ -161,11 +161,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.end = endpoint((const uint8_t *)&in.i_mtime);
 	if (s.end < s.first)
 		s.end = s.first;
-	err = mfs_bmap_walk(&w, s.first, s.end);
+	err = fmt_bmap_walk(&w, s.first, s.end);
 	require(err == 0 || err == -EUCLEAN);
 	require(err == 0 || why[0]);
 	require(s.count <= NBLOCKS);
-	if (mfs_inode_is_fast_symlink(&in))
+	if (fmt_inode_is_fast_symlink(&in))
 		require(s.count == 0);     /* i_block holds the target's text */
 	else if (!err && s.end - s.first <= 4 * BS)
 		require(s.count == mapped_by_hand(&in, s.first, s.end));

@@ -1,5 +1,5 @@
 /*
- * fuzz_dirblock - a directory block that mfs_dirblock_check() accepts can
+ * fuzz_dirblock - a directory block that fmt_dirblock_check() accepts can
  * be walked by trusting rec_len and name_len, which is what every later
  * reader does.  The input is resealed so the fuzzer reaches the record
  * checks, not only the checksum.
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mfs.h"
+#include "fmt.h"
 
 #define BS 1024u
 
@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		t->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
 		t->det_type = MFS_FT_DIR_TAIL;
 	}
-	mfs_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
-	if (mfs_dirblock_check(&sb, 12, blk, why, sizeof(why)))
+	fmt_block_set_csum(&sb, MFS_CSUM_DIR, 12, blk);
+	if (fmt_dirblock_check(&sb, 12, blk, why, sizeof(why)))
 		return 0;
 	while (off < BS - MFS_DIR_TAIL_SIZE) {
 		const struct mfs_dirent *de = (const void *)(blk + off);

@@ -129,27 +129,27 @@ static void list_inode_blocks(uint32_t ino, const struct mfs_inode *in)
 {
 	struct walk_ctx c = { ino, S_ISDIR(le16toh(in->i_mode)) };
 	char why[128];
-	struct mfs_bmap_walk w = { .sb = &sb, .ino = ino, .in = in, .read_block = read_block,
+	struct fmt_bmap_walk w = { .sb = &sb, .ino = ino, .in = in, .read_block = read_block,
 				   .indirect = on_indirect, .data = on_data, .ctx = &c,
 				   .why = why, .whylen = sizeof(why) };
 
 	if (le32toh(in->i_xattr_block))
 		add_meta(le32toh(in->i_xattr_block), K_XATTR, le32toh(in->i_xattr_block));
-	if (!mfs_inode_is_fast_symlink(in))
-		(void)mfs_bmap_walk(&w, 0, UINT64_MAX);
+	if (!fmt_inode_is_fast_symlink(in))
+		(void)fmt_bmap_walk(&w, 0, UINT64_MAX);
 }
 
 static void list_group(uint32_t g)
 {
 	uint32_t off, ipg = le32toh(sb.s_inodes_per_group);
 	const struct mfs_group_desc *gd = (const void *)(base +
-		mfs_gdesc_block(&sb, g, &off) * BS + off);
+		fmt_gdesc_block(&sb, g, &off) * BS + off);
 	uint64_t last = 0;
 
 	add_meta(le32toh(gd->bg_block_bitmap), K_BBITMAP, g);
 	add_meta(le32toh(gd->bg_inode_bitmap), K_IBITMAP, g);
 	for (uint32_t ino = g * ipg + 1; ino <= (g + 1) * ipg; ino++) {
-		uint64_t blk = mfs_inode_block(&sb, le32toh(gd->bg_inode_table), ino, &off);
+		uint64_t blk = fmt_inode_block(&sb, le32toh(gd->bg_inode_table), ino, &off);
 		const struct mfs_inode *in = (const void *)(base + blk * BS + off);
 
 		if (!in->i_mode)
@@ -173,7 +173,7 @@ static void list_metas(void)
 
 	add_meta(MFS_SB_OFFSET / BS, K_SB, 0);
 	for (uint32_t g = 0; g < ngroups; g++)
-		add_meta(mfs_gdesc_block(&sb, g, &off), K_GDT, g);
+		add_meta(fmt_gdesc_block(&sb, g, &off), K_GDT, g);
 	for (uint32_t g = 0; g < ngroups; g++)
 		list_group(g);
 }
@@ -183,7 +183,7 @@ static void list_metas(void)
 static struct mfs_group_desc *gdesc(uint8_t *img, uint32_t g)
 {
 	uint32_t off;
-	uint64_t blk = mfs_gdesc_block(&sb, g, &off);
+	uint64_t blk = fmt_gdesc_block(&sb, g, &off);
 
 	return (void *)(img + blk * BS + off);
 }
@@ -193,7 +193,7 @@ static void reseal_gdt(uint8_t *img, uint32_t first)
 	uint32_t per = BS / sizeof(struct mfs_group_desc), ngroups = groups();
 
 	for (uint32_t g = first - first % per; g < ngroups && g < first - first % per + per; g++)
-		gdesc(img, g)->bg_checksum = htole32(mfs_gdesc_csum(&sb, g, gdesc(img, g)));
+		gdesc(img, g)->bg_checksum = htole32(fmt_gdesc_csum(&sb, g, gdesc(img, g)));
 }
 
 static void reseal(uint8_t *img, const struct meta *m)
@@ -202,7 +202,7 @@ static void reseal(uint8_t *img, const struct meta *m)
 
 	switch (m->kind) {
 	case K_SB:
-		mfs_sb_set_csum((struct mfs_super *)b);
+		fmt_sb_set_csum((struct mfs_super *)b);
 		break;
 	case K_GDT:
 		reseal_gdt(img, m->owner);
@@ -210,7 +210,7 @@ static void reseal(uint8_t *img, const struct meta *m)
 	case K_BBITMAP:
 	case K_IBITMAP: {
 		unsigned kind = m->kind == K_BBITMAP ? MFS_CSUM_BBITMAP : MFS_CSUM_IBITMAP;
-		uint32_t csum = htole32(mfs_bitmap_csum(&sb, kind, m->owner, b));
+		uint32_t csum = htole32(fmt_bitmap_csum(&sb, kind, m->owner, b));
 
 		if (m->kind == K_BBITMAP)
 			gdesc(img, m->owner)->bg_block_bitmap_csum = csum;
@@ -224,17 +224,17 @@ static void reseal(uint8_t *img, const struct meta *m)
 			struct mfs_inode *in = (void *)(b + i * sizeof(*in));
 
 			if (in->i_mode)
-				in->i_checksum = htole32(mfs_inode_csum(&sb, m->owner + i, in));
+				in->i_checksum = htole32(fmt_inode_csum(&sb, m->owner + i, in));
 		}
 		break;
 	case K_DIR:
-		mfs_block_set_csum(&sb, MFS_CSUM_DIR, m->owner, b);
+		fmt_block_set_csum(&sb, MFS_CSUM_DIR, m->owner, b);
 		break;
 	case K_IND:
-		mfs_block_set_csum(&sb, MFS_CSUM_INDIRECT, m->owner, b);
+		fmt_block_set_csum(&sb, MFS_CSUM_INDIRECT, m->owner, b);
 		break;
 	case K_XATTR:
-		mfs_block_set_csum(&sb, MFS_CSUM_XATTR, m->owner, b);
+		fmt_block_set_csum(&sb, MFS_CSUM_XATTR, m->owner, b);
 		break;
 	}
 }

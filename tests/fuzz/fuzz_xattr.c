@@ -1,5 +1,5 @@
 /*
- * fuzz_xattr - an xattr block that mfs_xattr_block_check() accepts can be
+ * fuzz_xattr - an xattr block that fmt_xattr_block_check() accepts can be
  * walked by trusting h_used, e_name_len and e_value_size, which is what
  * every later reader does.  The input is resealed so the fuzzer reaches
  * the entry checks, not only the checksum.
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mfs.h"
+#include "fmt.h"
 
 #define BS 1024u
 #define HDR 16u
@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		h->h_refcount = htole32(1);
 		h->h_used = htole32(le32toh(h->h_used) % BS);
 	}
-	mfs_block_set_csum(&sb, MFS_CSUM_XATTR, 12, blk);
-	if (mfs_xattr_block_check(&sb, 12, blk, why, sizeof(why)))
+	fmt_block_set_csum(&sb, MFS_CSUM_XATTR, 12, blk);
+	if (fmt_xattr_block_check(&sb, 12, blk, why, sizeof(why)))
 		return 0;
 	used = le32toh(h->h_used);
 	require(used && used <= BS - HDR - 4);

@@ -4,7 +4,7 @@
  * One "key: value" per line, keys never renamed, so tests and scripts can
  * compare miscfs-debug output with grep and diff.
  */
-#include "mfs.h"
+#include "fmt.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -40,7 +40,7 @@ static void print_sb_identity(const struct mfs_super *sb, FILE *out)
 
 static void print_sb_geometry(const struct mfs_super *sb, FILE *out)
 {
-	fprintf(out, "block size: %" PRIu32 "\n", mfs_block_size(sb));
+	fprintf(out, "block size: %" PRIu32 "\n", fmt_block_size(sb));
 	fprintf(out, "blocks: %" PRIu64 "\n", le64toh(sb->s_blocks_count));
 	fprintf(out, "free blocks: %" PRIu64 "\n", le64toh(sb->s_free_blocks_count));
 	fprintf(out, "reserved blocks: %" PRIu64 "\n", le64toh(sb->s_r_blocks_count));
@@ -79,14 +79,14 @@ static void print_sb_times(const struct mfs_super *sb, FILE *out)
 		MFS_DEFM_DATA_WRITEBACK ? "writeback" : "ordered");
 }
 
-void mfs_sb_print(const struct mfs_super *sb, FILE *out)
+void fmt_sb_print(const struct mfs_super *sb, FILE *out)
 {
 	print_sb_identity(sb, out);
 	print_sb_geometry(sb, out);
 	print_sb_times(sb, out);
 }
 
-void mfs_gdesc_print(uint32_t group, const struct mfs_group_desc *gd, FILE *out)
+void fmt_gdesc_print(uint32_t group, const struct mfs_group_desc *gd, FILE *out)
 {
 	fprintf(out, "group %" PRIu32 ": block bitmap %" PRIu32 ", inode bitmap %"
 		PRIu32 ", inode table %" PRIu32 ", free blocks %" PRIu32
@@ -98,7 +98,7 @@ void mfs_gdesc_print(uint32_t group, const struct mfs_group_desc *gd, FILE *out)
 		le32toh(gd->bg_checksum));
 }
 
-const char *mfs_ft_name(unsigned file_type)
+const char *fmt_ft_name(unsigned file_type)
 {
 	static const char *const names[MFS_FT_MAX] = {
 		"unknown", "file", "dir", "chrdev", "blkdev", "fifo", "socket", "symlink",
@@ -134,7 +134,7 @@ static void print_inode_times(const struct mfs_inode *in, FILE *out)
 	fprintf(out, "dtime: %" PRId64 "\n", (int64_t)le64toh(in->i_dtime));
 }
 
-void mfs_inode_print(uint32_t ino, const struct mfs_inode *in, FILE *out)
+void fmt_inode_print(uint32_t ino, const struct mfs_inode *in, FILE *out)
 {
 	uint16_t mode = le16toh(in->i_mode);
 

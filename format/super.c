@@ -5,7 +5,7 @@
  * in the sparse groups are tried for every block size, because a damaged
  * primary cannot be trusted to say what the block size is.
  */
-#include "mfs.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,10 +20,10 @@ static int check_identity(const struct mfs_super *sb, char *why, size_t len)
 	if (le32toh(sb->s_magic) != MFS_MAGIC)
 		return ut_corrupt(why, len, "superblock: bad magic 0x%08" PRIx32
 			   " (expected 0x%08x)", le32toh(sb->s_magic), MFS_MAGIC);
-	if (le32toh(sb->s_checksum) != mfs_sb_csum(sb))
+	if (le32toh(sb->s_checksum) != fmt_sb_csum(sb))
 		return ut_corrupt(why, len, "superblock: checksum mismatch (stored 0x%08"
 			   PRIx32 ", computed 0x%08" PRIx32 ")",
-			   le32toh(sb->s_checksum), mfs_sb_csum(sb));
+			   le32toh(sb->s_checksum), fmt_sb_csum(sb));
 	if (le32toh(sb->s_rev_level) != MFS_REV_LEVEL)
 		return ut_corrupt(why, len, "superblock: revision %" PRIu32 " unknown",
 			   le32toh(sb->s_rev_level));
@@ -43,19 +43,19 @@ static int check_identity(const struct mfs_super *sb, char *why, size_t len)
  * the shortest: if both fit, every group does. */
 static int check_group_fit(const struct mfs_super *sb, uint32_t g, char *why, size_t len)
 {
-	uint32_t meta = mfs_group_meta_blocks(sb, g);
+	uint32_t meta = fmt_group_meta_blocks(sb, g);
 
-	if (mfs_group_nblocks(sb, g) < meta)
+	if (fmt_group_nblocks(sb, g) < meta)
 		return ut_corrupt(why, len, "superblock: group %" PRIu32 " has %" PRIu32
 			   " blocks, too few for its %" PRIu32 " blocks of metadata "
-			   "(%" PRIu32 " of inode table)", g, mfs_group_nblocks(sb, g),
-			   meta, mfs_itable_blocks(sb));
+			   "(%" PRIu32 " of inode table)", g, fmt_group_nblocks(sb, g),
+			   meta, fmt_itable_blocks(sb));
 	return 0;
 }
 
 static int check_groups(const struct mfs_super *sb, char *why, size_t len)
 {
-	uint32_t bs = mfs_block_size(sb);
+	uint32_t bs = fmt_block_size(sb);
 	uint32_t bpg = le32toh(sb->s_blocks_per_group);
 	uint32_t ipg = le32toh(sb->s_inodes_per_group);
 	uint32_t fdb = le32toh(sb->s_first_data_block);
@@ -96,7 +96,7 @@ static int check_groups(const struct mfs_super *sb, char *why, size_t len)
 static int check_regions(const struct mfs_super *sb, char *why, size_t len)
 {
 	uint32_t n = le32toh(sb->s_region_count);
-	uint32_t room = (mfs_block_size(sb) - MFS_REGION_HDR_SIZE - 4) /
+	uint32_t room = (fmt_block_size(sb) - MFS_REGION_HDR_SIZE - 4) /
 			MFS_REGION_ENTRY_SIZE;
 
 	if (!n)
@@ -131,7 +131,7 @@ static int check_journal(const struct mfs_super *sb, char *why, size_t len)
 static int check_counts(const struct mfs_super *sb, uint64_t device_bytes,
 			char *why, size_t len)
 {
-	uint32_t bs = mfs_block_size(sb);
+	uint32_t bs = fmt_block_size(sb);
 	uint64_t blocks = le64toh(sb->s_blocks_count);
 	uint64_t dev_blocks = le64toh(sb->s_device_blocks);
 	uint64_t rstart = le64toh(sb->s_regions_start);
@@ -160,7 +160,7 @@ static int check_counts(const struct mfs_super *sb, uint64_t device_bytes,
 	return check_journal(sb, why, len);
 }
 
-int mfs_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
+int fmt_sb_check(const struct mfs_super *sb, uint64_t device_bytes,
 		 char *why, size_t whylen)
 {
 	int err = check_identity(sb, why, whylen);
@@ -198,7 +198,7 @@ static uint32_t next_backup_group(uint32_t g)
 {
 	do
 		g++;
-	while (!mfs_group_has_super(g));
+	while (!fmt_group_has_super(g));
 	return g;
 }
 
@@ -214,9 +214,9 @@ static int try_backups(struct bdev *bd, struct mfs_super *sb, uint32_t *copy)
 		     g = next_backup_group(g)) {
 			if (read_copy(bd, (fdb + g * bpg) * bs, sb))
 				continue;
-			if (mfs_sb_check(sb, bd->size, why, sizeof(why)) ||
+			if (fmt_sb_check(sb, bd->size, why, sizeof(why)) ||
 			    le16toh(sb->s_block_group_nr) != g ||
-			    mfs_block_size(sb) != bs)
+			    fmt_block_size(sb) != bs)
 				continue;
 			*copy = g;
 			return 0;
@@ -225,9 +225,9 @@ static int try_backups(struct bdev *bd, struct mfs_super *sb, uint32_t *copy)
 	return -EUCLEAN;
 }
 
-bool mfs_sb_fields_whole(const struct mfs_super *sb)
+bool fmt_sb_fields_whole(const struct mfs_super *sb)
 {
-	if (le32toh(sb->s_checksum) == mfs_sb_csum(sb))
+	if (le32toh(sb->s_checksum) == fmt_sb_csum(sb))
 		return true;
 	for (size_t i = 0; i < sizeof(sb->s_reserved); i++)
 		if (sb->s_reserved[i])
@@ -247,17 +247,17 @@ static bool checksum_only(const struct mfs_super *sb, uint64_t device_bytes,
 	char why[160];
 
 	*out = *sb;
-	out->s_checksum = htole32(mfs_sb_csum(out));
-	return mfs_sb_fields_whole(sb) &&
-	       !mfs_sb_check(out, device_bytes, why, sizeof(why));
+	out->s_checksum = htole32(fmt_sb_csum(out));
+	return fmt_sb_fields_whole(sb) &&
+	       !fmt_sb_check(out, device_bytes, why, sizeof(why));
 }
 
-int mfs_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group)
+int fmt_sb_load(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group)
 {
-	return mfs_sb_load_torn(bd, sb, copy_group, NULL);
+	return fmt_sb_load_torn(bd, sb, copy_group, NULL);
 }
 
-int mfs_sb_load_torn(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group,
+int fmt_sb_load_torn(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group,
 		     bool *torn)
 {
 	struct mfs_super primary;
@@ -277,7 +277,7 @@ int mfs_sb_load_torn(struct bdev *bd, struct mfs_super *sb, uint32_t *copy_group
 	}
 	if (torn)
 		*torn = false;
-	if (!mfs_sb_check(sb, bd->size, why, sizeof(why)))
+	if (!fmt_sb_check(sb, bd->size, why, sizeof(why)))
 		return 0;
 	primary = *sb;
 	mlog_warn("primary %s; looking for a backup superblock", why);

@@ -11,7 +11,7 @@
  * group's metadata, so "allocated" is exactly "data block below the
  * cursor", and the bitmaps can be computed one group at a time.
  */
-#include "mfs.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,7 +30,7 @@
 
 struct mkfs_ctx {
 	struct bdev *bd;
-	const struct mfs_mkfs_opts *o;
+	const struct fmt_mkfs_opts *o;
 	struct mfs_super sb;
 	uint32_t bs;
 	uint64_t cursor;           /* next block to hand out */
@@ -42,12 +42,12 @@ struct mkfs_ctx {
 	bool reserve_failed;       /* opts->reserve said why */
 };
 
-static uint32_t opt_block_size(const struct mfs_mkfs_opts *o)
+static uint32_t opt_block_size(const struct fmt_mkfs_opts *o)
 {
 	return o->block_size ? o->block_size : 4096;
 }
 
-static uint64_t region_bytes(const struct mfs_mkfs_opts *o)
+static uint64_t region_bytes(const struct fmt_mkfs_opts *o)
 {
 	uint64_t total = 0;
 
@@ -84,7 +84,7 @@ static uint64_t map_overhead(uint64_t n, uint32_t apb)
 }
 
 /* Inodes per group for @groups groups, or 0 if it cannot be done. */
-static uint32_t pick_ipg(const struct mfs_mkfs_opts *o, uint64_t fs_bytes,
+static uint32_t pick_ipg(const struct fmt_mkfs_opts *o, uint64_t fs_bytes,
 			 uint32_t bs, uint32_t groups)
 {
 	uint64_t bpi = o->bytes_per_inode ? o->bytes_per_inode :
@@ -115,7 +115,7 @@ static void fill_geometry(struct mfs_super *sb, uint32_t bs, uint64_t blocks,
 /* Groups and inodes for @blocks blocks; drops a last group too short to
  * carry its own metadata.  Returns 0, -ENOSPC, or -EOVERFLOW for more
  * inodes than the groups can hold. */
-static int layout_groups(struct mfs_super *sb, const struct mfs_mkfs_opts *o,
+static int layout_groups(struct mfs_super *sb, const struct fmt_mkfs_opts *o,
 			 uint32_t bs, uint64_t blocks)
 {
 	uint32_t fdb = bs == 1024, bpg = 8 * bs;
@@ -132,8 +132,8 @@ static int layout_groups(struct mfs_super *sb, const struct mfs_mkfs_opts *o,
 			return -EOVERFLOW;
 		fill_geometry(sb, bs, blocks, (uint32_t)groups, (uint32_t)ipg);
 		uint32_t last = (uint32_t)groups - 1;
-		if (mfs_group_nblocks(sb, last) >=
-		    mfs_group_meta_blocks(sb, last) + MIN_GROUP_DATA)
+		if (fmt_group_nblocks(sb, last) >=
+		    fmt_group_meta_blocks(sb, last) + MIN_GROUP_DATA)
 			return 0;
 		if (groups == 1)
 			return -ENOSPC;
@@ -147,12 +147,12 @@ static uint64_t data_blocks(const struct mfs_super *sb)
 	uint64_t total = 0;
 
 	for (uint32_t g = 0; g < le32toh(sb->s_groups_count); g++)
-		total += mfs_group_nblocks(sb, g) - mfs_group_meta_blocks(sb, g);
+		total += fmt_group_nblocks(sb, g) - fmt_group_meta_blocks(sb, g);
 	return total;
 }
 
 /* What mkfs itself allocates besides the journal. */
-static uint32_t fixed_blocks(const struct mfs_mkfs_opts *o)
+static uint32_t fixed_blocks(const struct fmt_mkfs_opts *o)
 {
 	return 2 + (o->nregions ? 1 : 0);   /* root, lost+found, region table */
 }
@@ -160,7 +160,7 @@ static uint32_t fixed_blocks(const struct mfs_mkfs_opts *o)
 /* Decide the whole layout for a device of @device_bytes into @sb:
  * 0, -ENOSPC (too small), -EOVERFLOW (too many inodes) or -EFBIG (a journal
  * larger than a file can be). */
-static int mkfs_layout(const struct mfs_mkfs_opts *o, uint64_t device_bytes,
+static int mkfs_layout(const struct fmt_mkfs_opts *o, uint64_t device_bytes,
 		       struct mfs_super *sb)
 {
 	uint32_t bs = opt_block_size(o);
@@ -180,9 +180,9 @@ static int mkfs_layout(const struct mfs_mkfs_opts *o, uint64_t device_bytes,
 	blocks = le64toh(sb->s_blocks_count);
 	jblocks = o->journal_bytes ? o->journal_bytes / bs :
 		  default_journal_blocks(blocks * bs, bs);
-	if (jblocks > UINT32_MAX || mfs_max_file_size(bs) / bs < jblocks)
+	if (jblocks > UINT32_MAX || fmt_max_file_size(bs) / bs < jblocks)
 		return -EFBIG;
-	if (data_blocks(sb) < jblocks + map_overhead(jblocks, mfs_addr_per_block(bs)) +
+	if (data_blocks(sb) < jblocks + map_overhead(jblocks, fmt_addr_per_block(bs)) +
 			      fixed_blocks(o) + MIN_GROUP_DATA)
 		return -ENOSPC;
 	sb->s_journal_blocks = htole32((uint32_t)jblocks);
@@ -191,7 +191,7 @@ static int mkfs_layout(const struct mfs_mkfs_opts *o, uint64_t device_bytes,
 	return 0;
 }
 
-uint64_t mfs_mkfs_min_bytes(const struct mfs_mkfs_opts *opts)
+uint64_t fmt_mkfs_min_bytes(const struct fmt_mkfs_opts *opts)
 {
 	uint32_t bs = opt_block_size(opts);
 	uint64_t lo = 16, hi = 64;
@@ -219,7 +219,7 @@ uint64_t mfs_mkfs_min_bytes(const struct mfs_mkfs_opts *opts)
 
 static uint64_t group_data_start(const struct mfs_super *sb, uint32_t g)
 {
-	return mfs_group_first_block(sb, g) + mfs_group_meta_blocks(sb, g);
+	return fmt_group_first_block(sb, g) + fmt_group_meta_blocks(sb, g);
 }
 
 static int alloc_block(struct mkfs_ctx *c, uint64_t *blk)
@@ -261,7 +261,7 @@ static int build_level(struct map_builder *b, int depth, uint32_t *slot);
 
 static int build_indirect(struct map_builder *b, int depth, uint32_t *slot)
 {
-	uint32_t apb = mfs_addr_per_block(b->c->bs);
+	uint32_t apb = fmt_addr_per_block(b->c->bs);
 	uint32_t *ptrs;
 	uint64_t blk;
 	int err = alloc_block(b->c, &blk);
@@ -276,7 +276,7 @@ static int build_indirect(struct map_builder *b, int depth, uint32_t *slot)
 	for (uint32_t i = 0; i < apb && b->next < b->n && !err; i++)
 		err = build_level(b, depth - 1, &ptrs[i]);
 	if (!err) {
-		mfs_block_set_csum(&b->c->sb, MFS_CSUM_INDIRECT, b->ino, ptrs);
+		fmt_block_set_csum(&b->c->sb, MFS_CSUM_INDIRECT, b->ino, ptrs);
 		err = write_block(b->c, blk, ptrs);
 	}
 	bdev_free_buf(ptrs);
@@ -340,13 +340,13 @@ static void inode_init(struct mkfs_ctx *c, struct mfs_inode *in, uint16_t mode,
 /* Write inode @ino (of group 0) into its inode table block. */
 static int write_inode(struct mkfs_ctx *c, uint32_t ino, struct mfs_inode *in)
 {
-	uint64_t itable = mfs_group_first_block(&c->sb, 0) +
-			  mfs_group_super_blocks(&c->sb, 0) + 2;
+	uint64_t itable = fmt_group_first_block(&c->sb, 0) +
+			  fmt_group_super_blocks(&c->sb, 0) + 2;
 	uint32_t off;
-	uint64_t blk = mfs_inode_block(&c->sb, itable, ino, &off);
+	uint64_t blk = fmt_inode_block(&c->sb, itable, ino, &off);
 	int err;
 
-	in->i_checksum = htole32(mfs_inode_csum(&c->sb, ino, in));
+	in->i_checksum = htole32(fmt_inode_csum(&c->sb, ino, in));
 	err = bdev_read(c->bd, blk * c->bs, c->buf, c->bs);
 	if (err)
 		return err;
@@ -383,7 +383,7 @@ static void format_dir_block(struct mkfs_ctx *c, uint32_t dir_ino,
 	}
 	tail->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
 	tail->det_type = MFS_FT_DIR_TAIL;
-	mfs_block_set_csum(&c->sb, MFS_CSUM_DIR, dir_ino, c->buf);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, dir_ino, c->buf);
 }
 
 static int make_dir(struct mkfs_ctx *c, uint32_t ino, uint16_t mode,
@@ -426,7 +426,7 @@ static int reserve_journal(struct mkfs_ctx *c, uint32_t n)
 	for (uint32_t i = 1; i <= n && !err; i++) {
 		if (i < n && c->jmap[i] == c->jmap[i - 1] + 1)
 			continue;
-		err = c->o->reserve(c->o->reserve_arg, MFS_RESERVE_JOURNAL,
+		err = c->o->reserve(c->o->reserve_arg, FMT_RESERVE_JOURNAL,
 				    c->jmap[start] * c->bs,
 				    (c->jmap[i - 1] + 1 - c->jmap[start]) * c->bs);
 		start = i;
@@ -481,7 +481,7 @@ static int make_region_table(struct mkfs_ctx *c)
 		e->re_bytes = htole64(bytes);
 		start += blocks;
 	}
-	mfs_block_set_csum(&c->sb, MFS_CSUM_REGION, 0, c->buf);
+	fmt_block_set_csum(&c->sb, MFS_CSUM_REGION, 0, c->buf);
 	return write_block(c, c->region_table, c->buf);
 }
 
@@ -518,9 +518,9 @@ static int zero_old_data(struct mkfs_ctx *c)
 	if (c->o->zeroed)
 		return 0;
 	for (uint32_t g = 0; g < le32toh(c->sb.s_groups_count) && !err; g++)
-		err = zero_range(c, mfs_group_first_block(&c->sb, g) +
-				 mfs_group_super_blocks(&c->sb, g) + 2,
-				 mfs_itable_blocks(&c->sb));
+		err = zero_range(c, fmt_group_first_block(&c->sb, g) +
+				 fmt_group_super_blocks(&c->sb, g) + 2,
+				 fmt_itable_blocks(&c->sb));
 	if (!err)
 		err = zero_range(c, rstart, le64toh(c->sb.s_device_blocks) - rstart);
 	return err;
@@ -536,9 +536,9 @@ static void set_bits(uint8_t *map, uint32_t from, uint32_t to)
 
 static uint32_t block_bitmap(struct mkfs_ctx *c, uint32_t g, uint8_t *map)
 {
-	uint32_t n = mfs_group_nblocks(&c->sb, g);
-	uint64_t first = mfs_group_first_block(&c->sb, g);
-	uint32_t used = mfs_group_meta_blocks(&c->sb, g);
+	uint32_t n = fmt_group_nblocks(&c->sb, g);
+	uint64_t first = fmt_group_first_block(&c->sb, g);
+	uint32_t used = fmt_group_meta_blocks(&c->sb, g);
 
 	if (c->cursor > first + used)
 		used = (uint32_t)UT_MIN(c->cursor - first, (uint64_t)n);
@@ -561,7 +561,7 @@ static uint32_t inode_bitmap(struct mkfs_ctx *c, uint32_t g, uint8_t *map)
 
 static int write_group(struct mkfs_ctx *c, uint32_t g, struct mfs_group_desc *gd)
 {
-	uint64_t bb = mfs_group_first_block(&c->sb, g) + mfs_group_super_blocks(&c->sb, g);
+	uint64_t bb = fmt_group_first_block(&c->sb, g) + fmt_group_super_blocks(&c->sb, g);
 	uint32_t free_blocks, free_inodes;
 	int err;
 
@@ -570,17 +570,17 @@ static int write_group(struct mkfs_ctx *c, uint32_t g, struct mfs_group_desc *gd
 	gd->bg_inode_bitmap = htole32((uint32_t)bb + 1);
 	gd->bg_inode_table = htole32((uint32_t)bb + 2);
 	free_blocks = block_bitmap(c, g, c->buf);
-	gd->bg_block_bitmap_csum = htole32(mfs_bitmap_csum(&c->sb, MFS_CSUM_BBITMAP, g, c->buf));
+	gd->bg_block_bitmap_csum = htole32(fmt_bitmap_csum(&c->sb, MFS_CSUM_BBITMAP, g, c->buf));
 	err = write_block(c, bb, c->buf);
 	if (err)
 		return err;
 	free_inodes = inode_bitmap(c, g, c->buf);
-	gd->bg_inode_bitmap_csum = htole32(mfs_bitmap_csum(&c->sb, MFS_CSUM_IBITMAP, g, c->buf));
+	gd->bg_inode_bitmap_csum = htole32(fmt_bitmap_csum(&c->sb, MFS_CSUM_IBITMAP, g, c->buf));
 	err = write_block(c, bb + 1, c->buf);
 	gd->bg_free_blocks_count = htole32(free_blocks);
 	gd->bg_free_inodes_count = htole32(free_inodes);
 	gd->bg_used_dirs_count = htole32(g == 0 ? 2 : 0);
-	gd->bg_checksum = htole32(mfs_gdesc_csum(&c->sb, g, gd));
+	gd->bg_checksum = htole32(fmt_gdesc_csum(&c->sb, g, gd));
 	return err;
 }
 
@@ -602,13 +602,13 @@ static int write_groups(struct mkfs_ctx *c, struct mfs_group_desc *gdt)
 /* Superblock copy and descriptor table at the start of backup group @g. */
 static int write_backup(struct mkfs_ctx *c, uint32_t g, const void *gdt)
 {
-	uint64_t first = mfs_group_first_block(&c->sb, g);
+	uint64_t first = fmt_group_first_block(&c->sb, g);
 	uint32_t gdt_blocks = le16toh(c->sb.s_gdt_blocks);
 	struct mfs_super copy = c->sb;
 	int err;
 
 	copy.s_block_group_nr = htole16((uint16_t)g);
-	mfs_sb_set_csum(&copy);
+	fmt_sb_set_csum(&copy);
 	memset(c->buf, 0, c->bs);
 	memcpy(c->buf, &copy, sizeof(copy));
 	err = write_block(c, first, c->buf);
@@ -630,7 +630,7 @@ static int write_primary(struct mkfs_ctx *c, const void *gdt)
 		err = bdev_flush(c->bd);
 	if (err)
 		return err;
-	mfs_sb_set_csum(&c->sb);
+	fmt_sb_set_csum(&c->sb);
 	memset(c->buf, 0, c->bs);
 	memcpy((char *)c->buf + MFS_SB_OFFSET % c->bs, &c->sb, sizeof(c->sb));
 	err = write_block(c, sb_block, c->buf);
@@ -649,7 +649,7 @@ static int write_super_copies(struct mkfs_ctx *c)
 	memset(gdt, 0, gdt_bytes);
 	err = write_groups(c, gdt);
 	for (uint32_t g = 1; g < groups && !err; g++)
-		if (mfs_group_has_super(g))
+		if (fmt_group_has_super(g))
 			err = write_backup(c, g, gdt);
 	if (!err)
 		err = write_primary(c, gdt);
@@ -696,7 +696,7 @@ static void fill_identity(struct mkfs_ctx *c)
 	memcpy(sb->s_volume_name, c->o->label, strnlen(c->o->label, MFS_LABEL_LEN));
 }
 
-static int check_opts(const struct mfs_mkfs_opts *o)
+static int check_opts(const struct fmt_mkfs_opts *o)
 {
 	uint32_t bs = opt_block_size(o);
 	unsigned max = (bs - MFS_REGION_HDR_SIZE - 4) / MFS_REGION_ENTRY_SIZE;
@@ -737,7 +737,7 @@ static int check_opts(const struct mfs_mkfs_opts *o)
 	return 0;
 }
 
-static void report_inodes(const struct mfs_mkfs_opts *o, uint64_t size)
+static void report_inodes(const struct fmt_mkfs_opts *o, uint64_t size)
 {
 	uint32_t bs = opt_block_size(o);
 	uint64_t blocks = UT_MIN(size / bs, (uint64_t)UINT32_MAX);
@@ -752,7 +752,7 @@ static void report_inodes(const struct mfs_mkfs_opts *o, uint64_t size)
 		 UT_MIN(groups * 8 * bs, (uint64_t)UINT32_MAX), bs);
 }
 
-static int report_layout_error(const struct mfs_mkfs_opts *o, uint64_t size, int err)
+static int report_layout_error(const struct fmt_mkfs_opts *o, uint64_t size, int err)
 {
 	char have[32], need[32];
 
@@ -764,15 +764,15 @@ static int report_layout_error(const struct mfs_mkfs_opts *o, uint64_t size, int
 		mlog_err("device of %" PRIu64 " KiB (%s) is too small: the minimum "
 			 "for these options is %" PRIu64 " KiB (%s)", size >> 10,
 			 ut_format_size(size, have, sizeof(have)),
-			 mfs_mkfs_min_bytes(o) >> 10,
-			 ut_format_size(mfs_mkfs_min_bytes(o), need, sizeof(need)));
+			 fmt_mkfs_min_bytes(o) >> 10,
+			 ut_format_size(fmt_mkfs_min_bytes(o), need, sizeof(need)));
 	else if (err == -EOVERFLOW)
 		report_inodes(o, size);
 	else
 		mlog_err("a journal of %" PRIu64 " blocks is larger than a file can be "
 			 "at %" PRIu32 "-byte blocks (%" PRIu64 " blocks)",
 			 o->journal_bytes / opt_block_size(o), opt_block_size(o),
-			 mfs_max_file_size(opt_block_size(o)) / opt_block_size(o));
+			 fmt_max_file_size(opt_block_size(o)) / opt_block_size(o));
 	return err;
 }
 
@@ -804,7 +804,7 @@ static int mkfs_write(struct mkfs_ctx *c)
 	if (!err)
 		err = make_journal(c);
 	if (!err && c->o->nregions && c->o->reserve) {
-		err = c->o->reserve(c->o->reserve_arg, MFS_RESERVE_REGIONS,
+		err = c->o->reserve(c->o->reserve_arg, FMT_RESERVE_REGIONS,
 				    le64toh(c->sb.s_regions_start) * c->bs,
 				    (le64toh(c->sb.s_device_blocks) -
 				     le64toh(c->sb.s_regions_start)) * c->bs);
@@ -815,7 +815,7 @@ static int mkfs_write(struct mkfs_ctx *c)
 	return err;
 }
 
-int mfs_mkfs(struct bdev *bd, const struct mfs_mkfs_opts *opts)
+int fmt_mkfs(struct bdev *bd, const struct fmt_mkfs_opts *opts)
 {
 	struct mkfs_ctx c = { .bd = bd, .o = opts, .bs = opt_block_size(opts) };
 	int err = check_opts(opts);

@@ -4,11 +4,12 @@
  * Everything here is pure arithmetic over structures already in memory,
  * so mkfs, the daemon, fsck and the debug tool share one definition.
  */
-#include "mfs.h"
+#include "fmt.h"
 
+#include <sys/stat.h>
 #include <xxhash.h>
 
-uint32_t mfs_csum(uint64_t seed, uint64_t salt, const void *buf, size_t len)
+uint32_t fmt_csum(uint64_t seed, uint64_t salt, const void *buf, size_t len)
 {
 	return (uint32_t)XXH3_64bits_withSeed(buf, len, seed + salt);
 }
@@ -18,65 +19,65 @@ static uint64_t seed_of(const struct mfs_super *sb)
 	return le64toh(sb->s_csum_seed);
 }
 
-uint32_t mfs_sb_csum(const struct mfs_super *sb)
+uint32_t fmt_sb_csum(const struct mfs_super *sb)
 {
-	return mfs_csum(0, 0, sb, offsetof(struct mfs_super, s_checksum));
+	return fmt_csum(0, 0, sb, offsetof(struct mfs_super, s_checksum));
 }
 
-void mfs_sb_set_csum(struct mfs_super *sb)
+void fmt_sb_set_csum(struct mfs_super *sb)
 {
-	sb->s_checksum = htole32(mfs_sb_csum(sb));
+	sb->s_checksum = htole32(fmt_sb_csum(sb));
 }
 
-uint32_t mfs_gdesc_csum(const struct mfs_super *sb, uint32_t group,
+uint32_t fmt_gdesc_csum(const struct mfs_super *sb, uint32_t group,
 			const struct mfs_group_desc *gd)
 {
-	return mfs_csum(seed_of(sb), MFS_SALT(MFS_CSUM_GDESC, group), gd,
+	return fmt_csum(seed_of(sb), MFS_SALT(MFS_CSUM_GDESC, group), gd,
 			offsetof(struct mfs_group_desc, bg_checksum));
 }
 
-uint32_t mfs_bitmap_csum(const struct mfs_super *sb, unsigned kind,
+uint32_t fmt_bitmap_csum(const struct mfs_super *sb, unsigned kind,
 			 uint32_t group, const void *bitmap)
 {
-	return mfs_csum(seed_of(sb), MFS_SALT(kind, group), bitmap,
-			mfs_block_size(sb));
+	return fmt_csum(seed_of(sb), MFS_SALT(kind, group), bitmap,
+			fmt_block_size(sb));
 }
 
-uint32_t mfs_inode_csum(const struct mfs_super *sb, uint32_t ino,
+uint32_t fmt_inode_csum(const struct mfs_super *sb, uint32_t ino,
 			const struct mfs_inode *inode)
 {
-	return mfs_csum(seed_of(sb), MFS_SALT(MFS_CSUM_INODE, ino), inode,
+	return fmt_csum(seed_of(sb), MFS_SALT(MFS_CSUM_INODE, ino), inode,
 			offsetof(struct mfs_inode, i_checksum));
 }
 
 /* Directory blocks keep their checksum in the 12-byte tail; the others in
  * their last 4 bytes.  Either way it is the block's last 4 bytes. */
-uint32_t mfs_block_csum(const struct mfs_super *sb, unsigned kind,
+uint32_t fmt_block_csum(const struct mfs_super *sb, unsigned kind,
 			uint64_t id, const void *block)
 {
-	return mfs_csum(seed_of(sb), MFS_SALT(kind, id), block,
-			mfs_block_size(sb) - 4);
+	return fmt_csum(seed_of(sb), MFS_SALT(kind, id), block,
+			fmt_block_size(sb) - 4);
 }
 
 static uint32_t *block_csum_slot(const struct mfs_super *sb, const void *block)
 {
-	return (uint32_t *)((char *)block + mfs_block_size(sb) - 4);
+	return (uint32_t *)((char *)block + fmt_block_size(sb) - 4);
 }
 
-void mfs_block_set_csum(const struct mfs_super *sb, unsigned kind,
+void fmt_block_set_csum(const struct mfs_super *sb, unsigned kind,
 			uint64_t id, void *block)
 {
-	*block_csum_slot(sb, block) = htole32(mfs_block_csum(sb, kind, id, block));
+	*block_csum_slot(sb, block) = htole32(fmt_block_csum(sb, kind, id, block));
 }
 
-bool mfs_block_csum_ok(const struct mfs_super *sb, unsigned kind,
+bool fmt_block_csum_ok(const struct mfs_super *sb, unsigned kind,
 		       uint64_t id, const void *block)
 {
 	return le32toh(*block_csum_slot(sb, block)) ==
-	       mfs_block_csum(sb, kind, id, block);
+	       fmt_block_csum(sb, kind, id, block);
 }
 
-bool mfs_inode_never_used(const struct mfs_inode *in)
+bool fmt_inode_never_used(const struct mfs_inode *in)
 {
 	const uint8_t *b = (const void *)in;
 
@@ -94,7 +95,7 @@ static bool is_power_of(uint32_t n, uint32_t base)
 	return n == 1;
 }
 
-bool mfs_group_has_super(uint32_t group)
+bool fmt_group_has_super(uint32_t group)
 {
 	if (group <= 1)
 		return true;
@@ -102,15 +103,15 @@ bool mfs_group_has_super(uint32_t group)
 	       is_power_of(group, 7);
 }
 
-uint64_t mfs_group_first_block(const struct mfs_super *sb, uint32_t group)
+uint64_t fmt_group_first_block(const struct mfs_super *sb, uint32_t group)
 {
 	return le32toh(sb->s_first_data_block) +
 	       (uint64_t)group * le32toh(sb->s_blocks_per_group);
 }
 
-uint32_t mfs_group_nblocks(const struct mfs_super *sb, uint32_t group)
+uint32_t fmt_group_nblocks(const struct mfs_super *sb, uint32_t group)
 {
-	uint64_t first = mfs_group_first_block(sb, group);
+	uint64_t first = fmt_group_first_block(sb, group);
 	uint64_t end = le64toh(sb->s_blocks_count);
 	uint32_t bpg = le32toh(sb->s_blocks_per_group);
 
@@ -119,19 +120,19 @@ uint32_t mfs_group_nblocks(const struct mfs_super *sb, uint32_t group)
 	return end - first < bpg ? (uint32_t)(end - first) : bpg;
 }
 
-uint32_t mfs_group_super_blocks(const struct mfs_super *sb, uint32_t group)
+uint32_t fmt_group_super_blocks(const struct mfs_super *sb, uint32_t group)
 {
-	if (!mfs_group_has_super(group))
+	if (!fmt_group_has_super(group))
 		return 0;
 	return 1u + le16toh(sb->s_gdt_blocks);
 }
 
-uint32_t mfs_group_meta_blocks(const struct mfs_super *sb, uint32_t group)
+uint32_t fmt_group_meta_blocks(const struct mfs_super *sb, uint32_t group)
 {
-	return mfs_group_super_blocks(sb, group) + 2 + mfs_itable_blocks(sb);
+	return fmt_group_super_blocks(sb, group) + 2 + fmt_itable_blocks(sb);
 }
 
-bool mfs_block_in_group_meta(const struct mfs_super *sb, uint64_t blk)
+bool fmt_block_in_group_meta(const struct mfs_super *sb, uint64_t blk)
 {
 	uint64_t fdb = le32toh(sb->s_first_data_block), rel;
 	uint32_t bpg = le32toh(sb->s_blocks_per_group), off;
@@ -141,38 +142,38 @@ bool mfs_block_in_group_meta(const struct mfs_super *sb, uint64_t blk)
 	rel = blk - fdb;
 	off = (uint32_t)(rel % bpg);
 	/* The most any group holds first, then this group's own. */
-	if (off >= 3u + le16toh(sb->s_gdt_blocks) + mfs_itable_blocks(sb))
+	if (off >= 3u + le16toh(sb->s_gdt_blocks) + fmt_itable_blocks(sb))
 		return false;
-	return off < mfs_group_meta_blocks(sb, (uint32_t)(rel / bpg));
+	return off < fmt_group_meta_blocks(sb, (uint32_t)(rel / bpg));
 }
 
-uint32_t mfs_itable_blocks(const struct mfs_super *sb)
+uint32_t fmt_itable_blocks(const struct mfs_super *sb)
 {
 	uint64_t bytes = (uint64_t)le32toh(sb->s_inodes_per_group) * MFS_INODE_SIZE;
 
-	return (uint32_t)((bytes + mfs_block_size(sb) - 1) / mfs_block_size(sb));
+	return (uint32_t)((bytes + fmt_block_size(sb) - 1) / fmt_block_size(sb));
 }
 
-uint64_t mfs_gdesc_block(const struct mfs_super *sb, uint32_t group,
+uint64_t fmt_gdesc_block(const struct mfs_super *sb, uint32_t group,
 			 uint32_t *offset)
 {
-	uint32_t per_block = mfs_block_size(sb) / MFS_DESC_SIZE;
+	uint32_t per_block = fmt_block_size(sb) / MFS_DESC_SIZE;
 
 	*offset = (group % per_block) * MFS_DESC_SIZE;
 	return le32toh(sb->s_first_data_block) + 1 + group / per_block;
 }
 
-uint64_t mfs_inode_block(const struct mfs_super *sb, uint64_t itable,
+uint64_t fmt_inode_block(const struct mfs_super *sb, uint64_t itable,
 			 uint32_t ino, uint32_t *offset)
 {
 	uint32_t index = (ino - 1) % le32toh(sb->s_inodes_per_group);
-	uint32_t per_block = mfs_block_size(sb) / MFS_INODE_SIZE;
+	uint32_t per_block = fmt_block_size(sb) / MFS_INODE_SIZE;
 
 	*offset = (index % per_block) * MFS_INODE_SIZE;
 	return itable + index / per_block;
 }
 
-int mfs_block_to_path(uint32_t apb, uint64_t lblk, uint32_t offsets[4])
+int fmt_block_to_path(uint32_t apb, uint64_t lblk, uint32_t offsets[4])
 {
 	uint64_t apb2 = (uint64_t)apb * apb;
 
@@ -204,10 +205,24 @@ int mfs_block_to_path(uint32_t apb, uint64_t lblk, uint32_t offsets[4])
 	return 0;
 }
 
-uint64_t mfs_max_file_size(uint32_t block_size)
+uint64_t fmt_max_file_size(uint32_t block_size)
 {
-	uint64_t apb = mfs_addr_per_block(block_size);
+	uint64_t apb = fmt_addr_per_block(block_size);
 	uint64_t blocks = MFS_NDIR_BLOCKS + apb + apb * apb + apb * apb * apb;
 
 	return blocks * block_size;
+}
+
+uint8_t fmt_mode_to_ft(uint16_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return MFS_FT_REG_FILE;
+	case S_IFDIR: return MFS_FT_DIR;
+	case S_IFCHR: return MFS_FT_CHRDEV;
+	case S_IFBLK: return MFS_FT_BLKDEV;
+	case S_IFIFO: return MFS_FT_FIFO;
+	case S_IFSOCK: return MFS_FT_SOCK;
+	case S_IFLNK: return MFS_FT_SYMLINK;
+	default: return MFS_FT_UNKNOWN;
+	}
 }

@@ -6,7 +6,7 @@
  * sparse file of any size costs as many steps as it has indirect blocks
  * and mapped slots, and an i_size no block map can reach is damage.
  */
-#include "mfs.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,7 +17,7 @@
 #define MFS_MAX_DEPTH 3   /* indirect levels: single, double, triple */
 
 struct walk {
-	const struct mfs_bmap_walk *w;
+	const struct fmt_bmap_walk *w;
 	uint32_t apb;
 	uint64_t first, end;         /* logical blocks wanted: [first, end) */
 	uint64_t span[MFS_MAX_DEPTH + 1];  /* blocks under one pointer of a level */
@@ -25,41 +25,41 @@ struct walk {
 	uint64_t visited, limit;     /* blocks met so far, and at most */
 };
 
-uint64_t mfs_max_file_blocks(uint32_t block_size)
+uint64_t fmt_max_file_blocks(uint32_t block_size)
 {
-	return mfs_max_file_size(block_size) / block_size;
+	return fmt_max_file_size(block_size) / block_size;
 }
 
-bool mfs_inode_is_fast_symlink(const struct mfs_inode *in)
+bool fmt_inode_is_fast_symlink(const struct mfs_inode *in)
 {
 	return S_ISLNK(le16toh(in->i_mode)) &&
 	       le64toh(in->i_size) < sizeof(in->i_block);
 }
 
-int mfs_inode_check_size(const struct mfs_super *sb, uint32_t ino,
+int fmt_inode_check_size(const struct mfs_super *sb, uint32_t ino,
 			 const struct mfs_inode *in, char *why, size_t len)
 {
-	uint64_t size = le64toh(in->i_size), max = mfs_max_file_size(mfs_block_size(sb));
+	uint64_t size = le64toh(in->i_size), max = fmt_max_file_size(fmt_block_size(sb));
 
 	if (size <= max)
 		return 0;
 	return ut_corrupt(why, len, "inode %" PRIu32 ": i_size %" PRIu64 " is beyond "
 			  "the largest file of %" PRIu32 "-byte blocks (%" PRIu64 " bytes)",
-			  ino, size, mfs_block_size(sb), max);
+			  ino, size, fmt_block_size(sb), max);
 }
 
-int mfs_inode_check(const struct mfs_super *sb, uint32_t ino,
+int fmt_inode_check(const struct mfs_super *sb, uint32_t ino,
 		    const struct mfs_inode *in, char *why, size_t len)
 {
 	uint16_t mode = le16toh(in->i_mode);
 	uint64_t size = le64toh(in->i_size);
-	uint32_t bs = mfs_block_size(sb);
+	uint32_t bs = fmt_block_size(sb);
 
 	if (!S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISCHR(mode) &&
 	    !S_ISBLK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return ut_corrupt(why, len, "inode %" PRIu32 ": unknown file type in "
 				  "mode 0%o", ino, mode);
-	if (mfs_inode_check_size(sb, ino, in, why, len))
+	if (fmt_inode_check_size(sb, ino, in, why, len))
 		return -EUCLEAN;
 	if (S_ISDIR(mode) && size % bs)
 		return ut_corrupt(why, len, "directory %" PRIu32 ": size %" PRIu64
@@ -80,7 +80,7 @@ int mfs_inode_check(const struct mfs_super *sb, uint32_t ino,
  */
 static int check_ptr(struct walk *s, uint64_t ptr, uint64_t lblk, uint64_t parent)
 {
-	const struct mfs_bmap_walk *w = s->w;
+	const struct fmt_bmap_walk *w = s->w;
 	const char *where;
 
 	if (++s->visited > s->limit)
@@ -89,7 +89,7 @@ static int check_ptr(struct walk *s, uint64_t ptr, uint64_t lblk, uint64_t paren
 				  "(a block is mapped more than once)", w->ino, s->limit);
 	if (ptr >= le64toh(w->sb->s_blocks_count))
 		where = "outside the filesystem";
-	else if (mfs_block_in_group_meta(w->sb, ptr))
+	else if (fmt_block_in_group_meta(w->sb, ptr))
 		where = "on the metadata of its group";
 	else
 		return 0;
@@ -111,13 +111,13 @@ static int visit_data(struct walk *s, uint64_t lblk, uint64_t ptr, uint64_t pare
 
 static int read_indirect(struct walk *s, uint64_t blk, int depth)
 {
-	const struct mfs_bmap_walk *w = s->w;
+	const struct fmt_bmap_walk *w = s->w;
 	uint32_t *ptrs = s->buf[depth - 1];
 	int err = w->read_block(w->read_ctx, blk, ptrs);
 
 	if (err)
 		return err;
-	if (!mfs_block_csum_ok(w->sb, MFS_CSUM_INDIRECT, w->ino, ptrs))
+	if (!fmt_block_csum_ok(w->sb, MFS_CSUM_INDIRECT, w->ino, ptrs))
 		return ut_corrupt(w->why, w->whylen, "indirect block %" PRIu64 " of inode %"
 				  PRIu32 ": checksum mismatch", blk, w->ino);
 	return w->indirect ? w->indirect(w->ctx, blk, depth) : 0;
@@ -176,13 +176,13 @@ static bool needs_indirect(const struct walk *s, const struct mfs_inode *in)
 	       in->i_block[MFS_DIND_BLOCK] || in->i_block[MFS_TIND_BLOCK]);
 }
 
-static int walk_init(struct walk *s, const struct mfs_bmap_walk *w)
+static int walk_init(struct walk *s, const struct fmt_bmap_walk *w)
 {
-	uint32_t bs = mfs_block_size(w->sb);
+	uint32_t bs = fmt_block_size(w->sb);
 	uint8_t *bufs;
 
 	s->w = w;
-	s->apb = mfs_addr_per_block(bs);
+	s->apb = fmt_addr_per_block(bs);
 	s->limit = le64toh(w->sb->s_blocks_count);
 	s->span[0] = 1;
 	for (int d = 1; d <= MFS_MAX_DEPTH; d++)
@@ -202,13 +202,13 @@ static void walk_fini(struct walk *s)
 	bdev_free_buf(s->buf[0]);
 }
 
-int mfs_bmap_walk(const struct mfs_bmap_walk *w, uint64_t first, uint64_t end)
+int fmt_bmap_walk(const struct fmt_bmap_walk *w, uint64_t first, uint64_t end)
 {
 	struct walk s = { .first = first };
-	int err = mfs_inode_check_size(w->sb, w->ino, w->in, w->why, w->whylen);
+	int err = fmt_inode_check_size(w->sb, w->ino, w->in, w->why, w->whylen);
 
-	s.end = UT_MIN(end, mfs_max_file_blocks(mfs_block_size(w->sb)));
-	if (err || mfs_inode_is_fast_symlink(w->in) || s.first >= s.end)
+	s.end = UT_MIN(end, fmt_max_file_blocks(fmt_block_size(w->sb)));
+	if (err || fmt_inode_is_fast_symlink(w->in) || s.first >= s.end)
 		return err;
 	err = walk_init(&s, w);
 	if (!err)
@@ -218,7 +218,7 @@ int mfs_bmap_walk(const struct mfs_bmap_walk *w, uint64_t first, uint64_t end)
 }
 
 struct map_all {
-	const struct mfs_bmap_walk *w;
+	const struct fmt_bmap_walk *w;
 	uint64_t *map;
 	uint64_t n, got;
 };
@@ -234,15 +234,15 @@ static int map_one(void *arg, uint64_t lblk, uint64_t pblk)
 	return 0;
 }
 
-int mfs_bmap_map_all(const struct mfs_bmap_walk *w, uint64_t *map, uint64_t n)
+int fmt_bmap_map_all(const struct fmt_bmap_walk *w, uint64_t *map, uint64_t n)
 {
 	struct map_all m = { .w = w, .map = map, .n = n };
-	struct mfs_bmap_walk walk = *w;
+	struct fmt_bmap_walk walk = *w;
 	int err;
 
 	walk.data = map_one;
 	walk.ctx = &m;
-	err = mfs_bmap_walk(&walk, 0, n);
+	err = fmt_bmap_walk(&walk, 0, n);
 	if (!err && m.got != n)
 		err = ut_corrupt(w->why, w->whylen, "inode %" PRIu32 " maps %" PRIu64
 				 " of its %" PRIu64 " blocks", w->ino, m.got, n);

@@ -4,7 +4,7 @@
  * A directory block is checked once, when it is read, so that everything
  * walking it afterwards can trust rec_len and name_len.
  */
-#include "mfs.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,18 +16,18 @@
 static int check_tail(const struct mfs_super *sb, uint32_t ino,
 		      const void *block, char *why, size_t len)
 {
-	uint32_t bs = mfs_block_size(sb);
+	uint32_t bs = fmt_block_size(sb);
 	const struct mfs_dir_tail *t = (const void *)((const char *)block + bs -
 						       MFS_DIR_TAIL_SIZE);
 
 	if (t->det_zero || le16toh(t->det_rec_len) != MFS_DIR_TAIL_SIZE ||
 	    t->det_name_len || t->det_type != MFS_FT_DIR_TAIL)
 		return ut_corrupt(why, len, "directory %" PRIu32 ": checksum tail missing", ino);
-	if (!mfs_block_csum_ok(sb, MFS_CSUM_DIR, ino, block))
+	if (!fmt_block_csum_ok(sb, MFS_CSUM_DIR, ino, block))
 		return ut_corrupt(why, len, "directory %" PRIu32 ": checksum mismatch "
 			   "(stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")", ino,
 			   le32toh(t->det_checksum),
-			   mfs_block_csum(sb, MFS_CSUM_DIR, ino, block));
+			   fmt_block_csum(sb, MFS_CSUM_DIR, ino, block));
 	return 0;
 }
 
@@ -60,10 +60,10 @@ static int check_entry(const struct mfs_super *sb, uint32_t ino,
 	return 0;
 }
 
-int mfs_dirblock_check(const struct mfs_super *sb, uint32_t ino,
+int fmt_dirblock_check(const struct mfs_super *sb, uint32_t ino,
 		       const void *block, char *why, size_t whylen)
 {
-	uint32_t end = mfs_block_size(sb) - MFS_DIR_TAIL_SIZE, off = 0;
+	uint32_t end = fmt_block_size(sb) - MFS_DIR_TAIL_SIZE, off = 0;
 	int err = check_tail(sb, ino, block, why, whylen);
 
 	while (!err && off < end) {
