@@ -9,6 +9,9 @@
  * entries, so the mode's group bits are then its mask (or owning group).
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "icache.h"
+#include "xattr.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,6 +5,9 @@
  * file with no execute bit; set-id bits cleared as Linux clears them).
  */
 #include "mfs_i.h"
+#include "blockmap.h"
+#include "icache.h"
+#include "xattr.h"
 
 #include <errno.h>
 #include <inttypes.h>

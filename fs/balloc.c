@@ -12,6 +12,8 @@
  * of extents tagged with the freeing transaction.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "icache.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -23,6 +23,9 @@
  * can see the work an operation does.
  */
 #include "mfs_i.h"
+#include "blockmap.h"
+#include "dir.h"
+#include "icache.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -23,6 +23,7 @@
  * everything here.
  */
 #include "mfs_i.h"
+#include "dir.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -16,6 +16,9 @@
  * size covers only what was committed.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "blockmap.h"
+#include "icache.h"
 
 #include <errno.h>
 #include <fcntl.h>

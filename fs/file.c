@@ -9,6 +9,11 @@
  * copied into the page and the page dirtied; writeback later only maps it.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "blockmap.h"
+#include "dir.h"
+#include "icache.h"
+#include "jdata.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,6 +12,8 @@
  * commit before its call returns (mfs_sync_if_flagged).
  */
 #include "mfs_i.h"
+#include "icache.h"
+#include "jdata.h"
 
 #include <errno.h>
 #include <string.h>

@@ -12,6 +12,12 @@
  * until there are too many; an unlinked one is evicted at once.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "blockmap.h"
+#include "dir.h"
+#include "icache.h"
+#include "jdata.h"
+#include "xattr.h"
 
 #include <errno.h>
 #include <inttypes.h>

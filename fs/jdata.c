@@ -39,6 +39,9 @@
  * page locks, j_lock; jd->lock is a leaf.
  */
 #include "mfs_i.h"
+#include "blockmap.h"
+#include "icache.h"
+#include "jdata.h"
 
 #include <errno.h>
 #include <inttypes.h>

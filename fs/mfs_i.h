@@ -1,6 +1,8 @@
 /*
- * mfs_i.h - the mounted filesystem's internals, shared by the fs/ files
- * that implement the calls of mfs.h.  Nothing outside fs/ includes it.
+ * mfs_i.h - the mounted filesystem's internals: the filesystem and the
+ * inode in memory, and the helpers every part uses.  Each part has its
+ * own header besides (balloc.h, blockmap.h, dir.h, icache.h, jdata.h,
+ * xattr.h).  Nothing outside fs/ includes them.
  *
  * Lock order (docs/DESIGN.md "Lock order" is binding; this is the
  * filesystem's part of it, outermost first):
@@ -196,6 +198,28 @@ struct mfs_node {
 	uint32_t xattr_seq;
 };
 
+static inline uint16_t node_mode(struct mfs_node *n)
+{
+	return le16toh(n->raw.i_mode);
+}
+static inline uint32_t mfs_node_flags(struct mfs_node *n)
+{
+	return le32toh(n->raw.i_flags);
+}
+static inline uint64_t node_size(struct mfs_node *n)
+{
+	return le64toh(n->raw.i_size);
+}
+/* Must @n's new data reach its blocks before the commit that maps them?
+ * Ordered mode, and data=journal for what it does not journal (the
+ * target of a slow symlink). */
+static inline bool node_data_ordered(struct mfs_node *n)
+{
+	return n->fs->opts.data != MFS_DATA_WRITEBACK && !atomic_load(&n->jdata);
+}
+void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime);
+void mfs_now(struct timespec *ts);
+
 /* ---- open files ---------------------------------------------------------- */
 
 struct mfs_region;
@@ -245,214 +269,9 @@ int mfs_jstop(struct mfs_fs *fs, struct jnl_handle *h, int err);
 /* Superblock fields changed under a handle (the orphan head). */
 int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h);
 
-/* balloc.c */
-/* Before jnl_start: -ENOSPC unless @n blocks (and an inode) can be had. */
-int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n);
-void mfs_unreserve_blocks(struct mfs_fs *fs, uint64_t n);
-/* Give back what of @reserved blocks this thread has not allocated since
- * mfs_blocks_allocated() returned @since. */
-uint64_t mfs_blocks_allocated(void);
-void mfs_reserve_end(struct mfs_fs *fs, uint64_t reserved, uint64_t since);
-int mfs_reserve_inode(struct mfs_fs *fs);
-void mfs_unreserve_inode(struct mfs_fs *fs);
-int mfs_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint64_t goal,
-		    uint64_t *blk);
-int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
-		    uint32_t n, bool meta);
-int mfs_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t dir,
-		    bool is_dir, uint32_t *ino);
-int mfs_free_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t ino,
-		   bool is_dir);
-int mfs_bitmap_check(struct mfs_fs *fs, uint32_t g, bool inodes,
-		     const void *bitmap);
-void mfs_pend_prune(struct mfs_fs *fs);
-int mfs_ino_in_use(struct mfs_fs *fs, uint32_t ino);
-
-/* icache.c */
-int mfs_icache_init(struct mfs_fs *fs);
-void mfs_icache_destroy(struct mfs_fs *fs);
-int mfs_iget(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
-/* The node of @ino if it is in memory (-ENOENT if not): never reads the
- * disk, where the inode may have been freed since. */
-int mfs_iget_cached(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
-/* mfs_iget of a number from a file handle: -ESTALE when it is free. */
-int mfs_iget_handle(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
-/* New inode @ino, made from @raw; in the cache, one reference. */
-int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
-	     struct mfs_node **out);
-void mfs_iput(struct mfs_node *n);
-void mfs_iget_lookup(struct mfs_node *n);  /* one more lookup count */
-void mfs_node_fill_stat(struct mfs_node *n, struct stat *st);
-int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data);
-void mfs_node_opened(struct mfs_node *n, int delta);
-int mfs_icache_sync(struct mfs_fs *fs);
-/* Both with fs->orphan_lock held and 3 credits. */
-int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h);
-int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h);
-#define MFS_ORPHAN_CREDITS 3u
-/* mfs_orphan_del in a handle of its own, taking fs->orphan_lock. */
-int mfs_orphan_remove(struct mfs_node *n);
-int mfs_orphans_process(struct mfs_fs *fs);
-/*
- * An inode unlinked while the kernel still knew it is freed when FUSE's
- * FORGET for it comes, which the kernel sends after the unlink's reply.
- * An allocation that meets a full filesystem takes mfs_evict_seq() before
- * it tries, and if some unlinked inode is open nowhere (so only the
- * FORGET holds it) waits with mfs_wait_forgotten(), until @until at most,
- * for an eviction after that point: false if there was nothing to wait
- * for or the time ran out.  Called with no lock held.
- */
-uint64_t mfs_evict_seq(struct mfs_fs *fs);
-bool mfs_wait_forgotten(struct mfs_fs *fs, uint64_t seq, const struct timespec *until);
-
-static inline uint16_t node_mode(struct mfs_node *n)
-{
-	return le16toh(n->raw.i_mode);
-}
-static inline uint32_t mfs_node_flags(struct mfs_node *n)
-{
-	return le32toh(n->raw.i_flags);
-}
-static inline uint64_t node_size(struct mfs_node *n)
-{
-	return le64toh(n->raw.i_size);
-}
-/* Must @n's new data reach its blocks before the commit that maps them?
- * Ordered mode, and data=journal for what it does not journal (the
- * target of a slow symlink). */
-static inline bool node_data_ordered(struct mfs_node *n)
-{
-	return n->fs->opts.data != MFS_DATA_WRITEBACK && !atomic_load(&n->jdata);
-}
-void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime);
-void mfs_now(struct timespec *ts);
-
-/* jdata.c: journalled file data (data=journal, chattr +j) */
-int mfs_jdata_start(struct mfs_fs *fs);
-/* Journal what is pending, then stop the thread (unmount). */
-void mfs_jdata_stop(struct mfs_fs *fs);
-/* The queue goes, once the page cache's threads (which may still queue
- * a file as they write back) are gone. */
-void mfs_jdata_free(struct mfs_fs *fs);
-/* Should the data of @n (its mode and flags as they are) be journalled? */
-bool mfs_jdata_wanted(const struct mfs_node *n);
-/* Set up @n's mapping for its data mode (new node; or a switch, rwsem
- * held for writing and every page clean). */
-int mfs_jdata_setup(struct mfs_node *n);
-/*
- * Before @n's FS_JOURNAL_DATA_FL changes (rwsem held for writing), as
- * ext3 did: the file's data written and committed, and the log emptied,
- * so that no journalled copy of one of its blocks can land home after a
- * write of the other mode went there directly.  The caller then changes
- * the flag and calls mfs_jdata_setup().
- */
-int mfs_jdata_prepare_switch(struct mfs_node *n);
-/* Journal every page of @n awaiting it; the node's tids then name the
- * transaction to wait for.  No lock held. */
-int mfs_jdata_flush(struct mfs_node *n);
-/* After a write to @n (its rwsem may be held, no handle): gather @n at
- * once if pages awaiting journalling fill a quarter of the cache. */
-int mfs_jdata_balance(struct mfs_node *n);
-/* The same for every file with pages awaiting journalling (sync). */
-int mfs_jdata_flush_all(struct mfs_fs *fs);
-/* The mapping operations' part for journalled files (imap.c calls them). */
-int mfs_jdata_set_page_dirty(struct mfs_node *n, struct pc_page *pg);
-void mfs_jdata_invalidatepage(struct mfs_node *n, struct pc_page *pg,
-			      uint32_t offset);
-int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
-			 unsigned int nr, const struct pc_wbc *wbc);
-/* A page being read (locked) whose block the journal has newer than its
- * home is filled from the journal and ended: true.  False: read it. */
-bool mfs_jdata_read_page(struct mfs_node *n, struct pc_page *pg);
-
-/* imap.c: block maps and file mappings */
-int mfs_map_create(struct mfs_node *n);
-int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk);
-/* Page @index lies wholly past i_size: a read finds a hole there. */
-bool mfs_page_past_eof(struct mfs_node *n, uint64_t index);
-/* The first block of [@lblk, @end) that is mapped (@data) or a hole
- * (!@data), or @end; a hole costs one step whatever its size. */
-int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
-		  uint64_t *out);
-/* Map @lblk, allocating it (and indirect blocks) if it is a hole; *@isnew
- * says so.  The caller holds the rwsem for writing, a handle, and has
- * reserved the blocks. */
-int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
-		   uint64_t *pblk, bool *isnew);
-/* Worst-case blocks (data plus indirect) to map @n blocks. */
-uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n);
-/*
- * Map every hole of [@first, @end) to a new block that is zeroed on the
- * disk before anyone can read it through the map; the caller holds the
- * rwsem for writing and a handle, and has reserved the blocks.  @zeros
- * holds @zblocks blocks of zeros.
- */
-int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
-		      uint64_t end, const void *zeros, uint64_t zblocks);
-/* Free every block from logical block @from on, in as many handles as it
- * takes. */
-int mfs_bmap_truncate(struct mfs_node *n, uint64_t from);
-/* Free the blocks of [@from, @end) likewise (a punched hole): indirect
- * blocks whose whole span is freed go too, others stay, even empty. */
-int mfs_bmap_free_range(struct mfs_node *n, uint64_t from, uint64_t end);
-uint64_t mfs_truncate_credits(struct mfs_fs *fs);
-
-/* dir.c */
-struct mfs_dirloc {
-	uint64_t lblk;                   /* directory block */
-	uint32_t off, prev_off;          /* record and the one before it */
-	uint32_t ino;
-	uint8_t type;
-};
-int mfs_dir_page(struct mfs_node *dir, uint64_t lblk, struct pc_page **pg);
-int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
-		 struct mfs_dirloc *loc);
-int mfs_dir_add(struct mfs_node *dir, struct jnl_handle *h, const char *name,
-		size_t len, uint32_t ino, uint8_t type);
-int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
-		   const struct mfs_dirloc *loc);
-int mfs_dir_set(struct mfs_node *dir, struct jnl_handle *h,
-		const struct mfs_dirloc *loc, uint32_t ino, uint8_t type);
-int mfs_dir_init(struct mfs_node *dir, struct jnl_handle *h, uint32_t parent);
-int mfs_dir_is_empty(struct mfs_node *dir);
-int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
-		    mfs_filldir_t fill, void *ctx);
-void mfs_dirhash_free(struct mfs_node *dir);
-
-/* dirhash.c: the index of a big directory, with dir->dh_lock held */
-struct mfs_dh_place {
-	uint64_t lblk;
-	uint32_t off;
-};
-uint64_t mfs_dh_hash(struct mfs_fs *fs, const char *name, size_t len);
-int mfs_dh_create(struct mfs_node *dir, struct mfs_dirhash **out);
-void mfs_dh_destroy(struct mfs_dirhash *dh);
-/* An index used within the last MFS_DH_AGE uses of big directories is
- * not dropped to make room for another (two busy directories and room for
- * one: one keeps its index rather than both rebuilding in turns), and a
- * build that failed is not tried again for as long. */
-#define MFS_DH_AGE 256u
-/* @dh was used at dh_clock @now. */
-void mfs_dh_touch(struct mfs_dirhash *dh, uint64_t now);
-/* -ENOMEM when the budget cannot hold it, -EFBIG for a block beyond
- * what a place can say: the caller drops the index. */
-int mfs_dh_add(struct mfs_dirhash *dh, uint64_t hash, uint64_t lblk, uint32_t off);
-int mfs_dh_del(struct mfs_dirhash *dh, uint64_t hash, uint64_t lblk, uint32_t off);
-/* Places whose name may have @hash: the first @max into @out; returns
- * how many there are. */
-int mfs_dh_lookup(const struct mfs_dirhash *dh, uint64_t hash,
-		  struct mfs_dh_place *out, int max);
-uint32_t mfs_dh_count(const struct mfs_dirhash *dh);
-/* Block @lblk (at most one past the last) has room for a record of
- * @room bytes at most. */
-int mfs_dh_set_room(struct mfs_dirhash *dh, uint64_t lblk, uint32_t room);
-/* A block with room for @need bytes, or -1. */
-int64_t mfs_dh_find_room(const struct mfs_dirhash *dh, uint32_t need);
-/* Blocks a directory insert may need (a new block and its indirects). */
-#define MFS_DIR_ADD_BLOCKS 4u
-#define MFS_DIR_ADD_CREDITS 16u
-
 /* namei.c */
+struct mfs_dirloc;
+
 struct newinode {
 	mode_t mode;
 	dev_t rdev;
@@ -559,96 +378,6 @@ uint64_t mfs_region_size(const struct mfs_region *r);
 int mfs_region_fsync(struct mfs_fs *fs, uint64_t ino);
 int mfs_region_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
 		       mfs_filldir_t fill, void *ctx);
-
-/* xattr.c: an inode's extended attributes, in its in-inode area and its
- * one block.  Readers hold the rwsem either way (or none, as the ACL
- * check does: the area is copied under node->lock, the block under its
- * page lock); changes hold it for writing. */
-struct mfs_xname {
-	int index;                   /* MFS_XATTR_INDEX_* */
-	const char *name;            /* after the prefix */
-	size_t len;
-};
-/* Journal credits of one change: the inode, the block, and a bitmap and
- * descriptor each for a block freed and one allocated. */
-#define MFS_XATTR_CREDITS 6u
-/* The value into @buf (@size 0: its length only): its length, -ENODATA,
- * -ERANGE when @size is too small. */
-ssize_t mfs_xattr_get(struct mfs_node *n, const struct mfs_xname *nm, void *buf,
-		      size_t size);
-/* Set (@value not NULL) or remove under @h, with XATTR_CREATE or
- * XATTR_REPLACE in @flags; a caller that may need a block reserves one
- * first (mfs_xattr_needs_block), or, when none can be had, passes
- * MFS_XATTR_NO_BLOCK: what does not fit in the inode is then -ENOSPC. */
-#define MFS_XATTR_NO_BLOCK 0x100
-int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
-		  const struct mfs_xname *nm, const void *value, size_t size,
-		  int flags);
-bool mfs_xattr_needs_block(struct mfs_node *n);
-/* Free the block of an inode being freed, under @h (2 credits). */
-int mfs_xattr_drop_block(struct mfs_node *n, struct jnl_handle *h);
-
-/* acl.c: POSIX ACLs.  Entries are kept sorted as acl(5) requires. */
-#define MFS_ACL_USER_OBJ  0x01
-#define MFS_ACL_USER      0x02
-#define MFS_ACL_GROUP_OBJ 0x04
-#define MFS_ACL_GROUP     0x08
-#define MFS_ACL_MASK      0x10
-#define MFS_ACL_OTHER     0x20
-struct mfs_acl_entry {
-	uint16_t tag, perm;
-	uint32_t id;
-};
-struct mfs_acl {
-	uint32_t count;
-	struct mfs_acl_entry e[];
-};
-/* The xattr form of user space (<linux/posix_acl_xattr.h>) and the
- * compact form of the disk (docs/FORMAT.md): -EINVAL for a malformed or
- * invalid ACL from user space, -EUCLEAN for one on disk; an empty one
- * is *@out NULL.  The *_len calls give the bytes needed. */
-int mfs_acl_from_xattr(const void *value, size_t size, struct mfs_acl **out);
-size_t mfs_acl_xattr_len(const struct mfs_acl *acl);
-void mfs_acl_to_xattr(const struct mfs_acl *acl, void *buf);
-int mfs_acl_from_disk(const void *value, size_t size, struct mfs_acl **out);
-size_t mfs_acl_disk_len(const struct mfs_acl *acl);
-void mfs_acl_to_disk(const struct mfs_acl *acl, void *buf);
-/* acl(5)'s access check algorithm for a caller that does not own the
- * file: 0 or -EACCES. */
-int mfs_acl_permission(const struct mfs_acl *acl, const struct mfs_cred *cr,
-		       uint32_t gid, int mask);
-/* The permission bits @acl stands for into *@mode; 0 when the mode
- * says all of it (no need to keep the ACL), 1 otherwise. */
-int mfs_acl_equiv_mode(const struct mfs_acl *acl, uint16_t *mode);
-/* A new inode's ACL from its parent's default: entries and *@mode are
- * each cut to what the other allows.  Returns as mfs_acl_equiv_mode. */
-int mfs_acl_create_masq(struct mfs_acl *acl, uint16_t *mode);
-/* chmod: the owner, mask (or owning group) and other entries take the
- * new mode's bits. */
-void mfs_acl_chmod(struct mfs_acl *acl, uint16_t mode);
-/* 0, -EACCES, or -EAGAIN when @n has no access ACL (the mode decides). */
-int mfs_acl_check(struct mfs_node *n, const struct mfs_cred *cr, int mask);
-/* The cached ACL of @n is stale (node->lock held). */
-void mfs_acl_forget_locked(struct mfs_node *n);
-/* An ACL of @n through setxattr/removexattr (@value NULL): checks,
- * mode update, storage.  rwsem held for writing. */
-int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
-		const void *value, size_t size);
-ssize_t mfs_acl_get(struct mfs_node *n, int index, void *buf, size_t size);
-/* Under @h: after a mode change, the access ACL follows it. */
-int mfs_acl_chmod_node(struct mfs_node *n, struct jnl_handle *h);
-/* What a new inode gets from its parent's default ACL. */
-struct mfs_acl_inherit {
-	struct mfs_acl *dflt;        /* the parent's default; NULL: none */
-	struct mfs_acl *access;      /* the child's access ACL, if any */
-	uint16_t mode;               /* the child's mode, ACL applied */
-};
-/* @dir's rwsem held; on success the caller ends with mfs_acl_inherit_free. */
-int mfs_acl_inherit_prepare(struct mfs_node *dir, uint16_t mode,
-			    struct mfs_acl_inherit *inh);
-int mfs_acl_inherit_apply(struct mfs_node *n, struct jnl_handle *h,
-			  const struct mfs_acl_inherit *inh);
-void mfs_acl_inherit_free(struct mfs_acl_inherit *inh);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

@@ -9,6 +9,8 @@
  * marks the filesystem clean last.
  */
 #include "mfs_i.h"
+#include "icache.h"
+#include "jdata.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -9,6 +9,11 @@
  * taken again in order, and the entry looked up again.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "blockmap.h"
+#include "dir.h"
+#include "icache.h"
+#include "xattr.h"
 
 #include <errno.h>
 #include <inttypes.h>

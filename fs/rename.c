@@ -9,6 +9,9 @@
  * check "not into its own subtree" walks a tree nobody else reshapes.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "dir.h"
+#include "icache.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -11,6 +11,9 @@
  * entry and freed with its last, under the change's handle.
  */
 #include "mfs_i.h"
+#include "balloc.h"
+#include "icache.h"
+#include "xattr.h"
 
 #include <errno.h>
 #include <inttypes.h>

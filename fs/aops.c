@@ -1,0 +1,123 @@
+/*
+ * aops.c - the page cache's operations on a file's or directory's pages:
+ * which block a page reads from and writes to (the block map, under
+ * node->map_lock), and, for a file whose data is journalled, the hooks
+ * of jdata.c.
+ */
+#include "mfs_i.h"
+#include "blockmap.h"
+#include "jdata.h"
+
+#include <inttypes.h>
+
+bool mfs_page_past_eof(struct mfs_node *n, uint64_t index)
+{
+	uint64_t pages;
+
+	pthread_mutex_lock(&n->lock);
+	pages = UT_DIV_ROUND_UP(le64toh(n->raw.i_size), n->fs->bs);
+	pthread_mutex_unlock(&n->lock);
+	return index >= pages;
+}
+
+/*
+ * A read past i_size finds zeros.  Writeback goes by the block map alone:
+ * a write that extends the file maps and dirties its pages before it sets
+ * the new i_size, and memory pressure may write them back in between;
+ * taking them for holes would call them clean and let reclaim drop the
+ * only copy of the data.
+ */
+static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
+		    uint64_t *block)
+{
+	struct mfs_node *n = ctx;
+	int err;
+
+	(void)m;
+	if (!write && mfs_page_past_eof(n, index))
+		return PC_BLOCK_HOLE;
+	err = mfs_bmap_lookup(n, index, block);
+	if (err)
+		return err;
+	if (!*block && write && !mfs_page_past_eof(n, index))
+		mlog_warn("inode %" PRIu32 ": dirty page %" PRIu64 " has no block",
+			  n->ino, index);
+	return *block ? 0 : PC_BLOCK_HOLE;
+}
+
+/* Runs of the batch go to the device; a journalled file's page whose
+ * newest bytes are still only in the journal is filled from there.  The
+ * batch array is the caller's, which puts every page after the call. */
+static int node_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			  unsigned int n)
+{
+	struct mfs_node *node = ctx;
+	unsigned int from = 0;
+	int err = 0, e;
+
+	if (!atomic_load(&node->jdata) || !node->fs->j)
+		return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n);
+	for (unsigned int i = 0; i < n; i++) {
+		if (!mfs_jdata_read_page(node, pages[i]))
+			continue;
+		e = i > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
+						  pages + from, i - from) : 0;
+		err = err ? err : e;
+		from = i + 1;
+	}
+	e = n > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
+					  pages + from, n - from) : 0;
+	return err ? err : e;
+}
+
+static int node_readpage(void *ctx, struct pc_page *page)
+{
+	return node_readpages(ctx, pc_page_mapping(page), &page, 1);
+}
+
+static int node_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			   unsigned int n, const struct pc_wbc *wbc)
+{
+	struct mfs_node *node = ctx;
+
+	if (atomic_load(&node->jdata))
+		return mfs_jdata_writepages(node, pages, n, wbc);
+	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n);
+}
+
+static int node_set_page_dirty(void *ctx, struct pc_page *page)
+{
+	struct mfs_node *node = ctx;
+
+	if (atomic_load(&node->jdata))
+		return mfs_jdata_set_page_dirty(node, page);
+	return pc_set_page_dirty_default(page);
+}
+
+/* Only pages awaiting journalling carry private data (jdata.c). */
+static void node_invalidatepage(void *ctx, struct pc_page *page, uint32_t offset)
+{
+	mfs_jdata_invalidatepage(ctx, page, offset);
+}
+
+static bool node_releasepage(void *ctx, struct pc_page *page)
+{
+	mfs_jdata_invalidatepage(ctx, page, 0);
+	return true;
+}
+
+static const struct pc_mapping_ops node_ops = {
+	.readpage = node_readpage,
+	.readpages = node_readpages,
+	.writepages = node_writepages,
+	.set_page_dirty = node_set_page_dirty,
+	.invalidatepage = node_invalidatepage,
+	.releasepage = node_releasepage,
+};
+
+int mfs_map_create(struct mfs_node *n)
+{
+	int err = pc_mapping_create(n->fs->cache, &node_ops, n, &n->map);
+
+	return err ? err : mfs_jdata_setup(n);
+}
