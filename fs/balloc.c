@@ -319,7 +319,7 @@ static int gdesc_update(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 	uint64_t blk = fmt_gdesc_block(&fs->sb, g, &off);
 	struct pc_page *pg;
 	struct mfs_group_desc *gd = mfs_gdesc(fs, g, &pg);
-	int err = jnl_get_write_access(h, pg, blk);
+	int err = mfs_journal_access(fs, h, pg, blk);
 	uint32_t csum;
 
 	if (err)
@@ -362,7 +362,7 @@ static int bitmap_change(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 
 	if (err)
 		return err;
-	err = jnl_get_write_access(h, pg, blk);
+	err = mfs_journal_access(fs, h, pg, blk);
 	if (!err) {
 		pc_lock_page(pg);
 		bad = bits_wrong(pg->data, from, n, set);

@@ -484,7 +484,7 @@ static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
 
 	if (err)
 		return err;
-	err = jnl_get_write_access(t->h, pg, blk);
+	err = mfs_journal_access(t->n->fs, t->h, pg, blk);
 	if (err) {
 		pc_put_page(pg);
 		return err;

@@ -369,7 +369,7 @@ static int dir_access(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
 		err = mfs_dir_page(dir, lblk, pg);
 	if (err)
 		return err;
-	err = jnl_get_write_access(h, *pg, *pblk);
+	err = mfs_journal_access(dir->fs, h, *pg, *pblk);
 	if (err)
 		pc_put_page(*pg);
 	return err;
@@ -524,7 +524,7 @@ static int new_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
 		err = pc_find_or_create_page(dir->map, lblk, &pg);
 	if (err)
 		return err;
-	err = jnl_get_write_access(h, pg, *pblk);
+	err = mfs_journal_access(dir->fs, h, pg, *pblk);
 	if (!err) {
 		memset(pg->data, 0, fs->bs);
 		dirent_at(pg, 0)->rec_len = htole16((uint16_t)dir_end(fs));

@@ -45,6 +45,17 @@ int mfs_meta_read(struct mfs_fs *fs, uint64_t blk, struct pc_page **pg)
 	return err;
 }
 
+int mfs_journal_access(struct mfs_fs *fs, struct jnl_handle *h,
+		       struct pc_page *pg, uint64_t blk)
+{
+	int err = jnl_get_write_access(h, pg, blk);
+
+	if (err == -EUCLEAN)
+		return mfs_error(fs, "block %" PRIu64 " has two owners: the journal "
+				 "holds it for another still", blk);
+	return err;
+}
+
 /* A block that gets new content from scratch: no read, zeroed under its
  * page lock after the journal knows about it. */
 static int meta_fresh(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
@@ -55,7 +66,7 @@ static int meta_fresh(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 
 	if (err)
 		return err;
-	err = jnl_get_write_access(h, pg, blk);
+	err = mfs_journal_access(fs, h, pg, blk);
 	if (!err) {
 		memset(pg->data, 0, fs->bs);
 		SetPageUptodate(pg);
@@ -83,7 +94,7 @@ int mfs_meta_access(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 	err = mfs_meta_read(fs, blk, pg);
 	if (err)
 		return err;
-	err = jnl_get_write_access(h, *pg, blk);
+	err = mfs_journal_access(fs, h, *pg, blk);
 	if (err)
 		pc_put_page(*pg);
 	return err;

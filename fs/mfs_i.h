@@ -258,6 +258,10 @@ int mfs_meta_read(struct mfs_fs *fs, uint64_t blk, struct pc_page **pg);
  * @fresh (then zeroed).  Returns the page referenced, not locked. */
 int mfs_meta_access(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 		    bool fresh, struct pc_page **pg);
+/* jnl_get_write_access, with two owners of @blk (damage) said in the log
+ * and marked on the superblock. */
+int mfs_journal_access(struct mfs_fs *fs, struct jnl_handle *h,
+		       struct pc_page *pg, uint64_t blk);
 int mfs_meta_dirty(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 		   struct pc_page *pg);
 struct mfs_group_desc *mfs_gdesc(struct mfs_fs *fs, uint32_t g,

@@ -224,6 +224,9 @@ int jnl_stop(struct jnl_handle *h);
  * (a page of block size whose data is the block).  Call it before touching
  * the data; the page stays pinned while the journal needs it.  Never mark
  * such a page dirty in the page cache: the journal writes it home.
+ * -EUCLEAN when another page still stands for @home in the journal, not
+ * freed (jnl_forget): two owners claim the block, which only a damaged
+ * image makes.
  */
 int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home);
 /* The handle changed block @home (after jnl_get_write_access). */

@@ -279,7 +279,10 @@ static int handle_error(struct jnl_handle *h, int err)
  * writes from its snapshot, and a checkpoint never writes a freed block
  * from its page (K4 of jnl_checkpoint.c), so the buffer needs the old page
  * (or frozen data) no more: it takes the new page (j_lock held).  Any
- * other second page for one block is a caller bug.
+ * other second page for one block means two owners claim it: a block
+ * that the bitmap says is free while a directory or metadata page of its
+ * old owner still stands for it (an image whose block maps share a
+ * block).  The journal refuses it (-EUCLEAN) rather than log either.
  */
 static bool take_page(struct jnl *j, struct jnl_buf *jb, struct pc_page *pg)
 {
@@ -328,7 +331,7 @@ int jnl_get_write_access(struct jnl_handle *h, struct pc_page *pg, uint64_t home
 	if (!jb)
 		err = -ENOMEM;
 	else if (jb->b_page != pg && !take_page(j, jb, pg))
-		err = -EINVAL;       /* two pages for one block: a caller bug */
+		err = -EUCLEAN;      /* two owners of one block: damage */
 	else
 		err = join_buf(h, jb);
 	pthread_mutex_unlock(&j->j_lock);

@@ -139,6 +139,73 @@ static void test_damage(void)
 	printf("ok: damage found while mounted is on the disk at once\n");
 }
 
+/* Inode @ino of the image on @bd, in place: changed by the caller, then
+ * resealed with inode_seal(). */
+static struct mfs_inode *disk_inode(struct bdev *bd, uint32_t ino)
+{
+	const struct mfs_group_desc *gd;
+	struct fmt_raw raw;
+	uint32_t g, off;
+	uint64_t blk;
+
+	t_ok(fmt_raw_open(bd, &raw));
+	g = (ino - 1) / le32toh(raw.sb.s_inodes_per_group);
+	t_ok(fmt_raw_gdesc(&raw, g, &gd));
+	blk = fmt_inode_block(&raw.sb, le32toh(gd->bg_inode_table), ino, &off);
+	fmt_raw_close(&raw);
+	return (void *)((char *)bdev_mem_data(bd) + blk * bd->block_size + off);
+}
+
+static void inode_seal(struct bdev *bd, uint32_t ino)
+{
+	struct mfs_inode *in = disk_inode(bd, ino);
+
+	in->i_checksum = htole32(fmt_inode_csum(disk_sb(bd), ino, in));
+}
+
+/*
+ * A file whose first block is a directory's (damage), then removed: the
+ * bitmap calls the block free while the directory's page still stands for
+ * it in the journal.  Handed out again, the block would have two owners
+ * in one log; the journal refuses, and the filesystem says which block
+ * and marks the superblock, as for any damage met.
+ */
+static void test_shared_block(void)
+{
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t d, f, dblk;
+	struct stat st;
+	int err;
+
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	d = st.st_ino;
+	mfs_forget(fs, d, 1);
+	t_ok(mfs_mknod(fs, &tf_root, MFS_ROOT_INO, "f", S_IFREG | 0644, 0, &st, NULL));
+	f = st.st_ino;
+	mfs_forget(fs, f, 1);
+	tf_write(fs, f, 0, 1024, 1);
+	t_ok(mfs_unmount(fs));
+	dblk = le32toh(disk_inode(bd, (uint32_t)d)->i_block[0]);
+	disk_inode(bd, (uint32_t)f)->i_block[0] = htole32((uint32_t)dblk);
+	inode_seal(bd, (uint32_t)f);
+
+	fs = tf_mount(bd);
+	t_ok(mfs_mknod(fs, &tf_root, d, "x", S_IFREG | 0644, 0, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "f"));
+	t_ok(mfs_fsync(fs, d, false));       /* commits; no checkpoint */
+	tf_log_capture();
+	err = mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "e", 0755, &st, NULL);
+	tf_log_release();
+	t_eq(err, -EUCLEAN);
+	t_assert(strstr(tf_log(), "two owners"), "log: %s", tf_log());
+	t_assert(disk_errors(bd), "the damage is not on the disk");
+	t_ok(mfs_unmount(fs));
+	bdev_close(bd);
+	printf("ok: a block freed by one owner while another's page stands for it\n");
+}
+
 /* Every write to the log fails: the commit aborts the journal, and the
  * errors reach both superblocks without it. */
 static void test_abort_on_log_error(void)
@@ -372,6 +439,7 @@ static void test_features(void)
 }
 
 T_MAIN(T_CASE(test_damage),
+       T_CASE(test_shared_block),
        T_CASE(test_abort_on_log_error),
        T_CASE(test_recover_flag),
        T_CASE(test_recover_through_checkpoints),

@@ -852,6 +852,64 @@ static void walk_tree(struct mfs_fs *fs, uint64_t dir, uint64_t seed, int depth)
 		mfs_forget(fs, w.inos[i], 1);
 }
 
+struct names {
+	char name[64][MFS_NAME_LEN + 1];
+	bool dir[64];
+	unsigned int n;
+};
+
+static int collect_name(void *ctx, const char *name, size_t len, uint64_t ino,
+			unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
+{
+	struct names *w = ctx;
+
+	(void)ino;
+	(void)next;
+	(void)st;
+	(void)gen;
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)) ||
+	    w->n == UT_ARRAY_SIZE(w->name) || len > MFS_NAME_LEN)
+		return 0;
+	memcpy(w->name[w->n], name, len);
+	w->name[w->n][len] = '\0';
+	w->dir[w->n++] = type == MFS_FT_DIR;
+	return 0;
+}
+
+/* rm -rf of what @dir holds (the directories of memory refuse, as they
+ * should): the frees that follow meet whatever the damage shares. */
+static void remove_tree(struct mfs_fs *fs, uint64_t dir, uint64_t seed, int depth)
+{
+	static struct names levels[9];
+	struct names *w = &levels[depth];
+	struct mfs_dir *d;
+	struct stat st;
+	int err = mfs_opendir(fs, &tf_root, dir, &d);
+
+	w->n = 0;
+	if (err)
+		return;
+	ALLOWED(seed, "readdir", mfs_readdir(fs, d, 0, false, collect_name, w));
+	mfs_releasedir(fs, d);
+	for (unsigned int i = 0; i < w->n; i++) {
+		const char *name = w->name[i];
+
+		if (dir == MFS_ROOT_INO && (!strcmp(name, MFS_CTL_DIR_NAME) ||
+					    !strcmp(name, MFS_REGIONS_DIR_NAME)))
+			continue;
+		if (!w->dir[i]) {
+			ALLOWED(seed, "unlink", mfs_unlink(fs, &tf_root, dir, name));
+			continue;
+		}
+		err = mfs_lookup(fs, &tf_root, dir, name, &st, NULL);
+		if (!err && depth < 8)
+			remove_tree(fs, st.st_ino, seed, depth + 1);
+		if (!err)
+			mfs_forget(fs, st.st_ino, 1);
+		ALLOWED(seed, "rmdir", mfs_rmdir(fs, &tf_root, dir, name));
+	}
+}
+
 static void change(struct mfs_fs *fs, uint64_t seed)
 {
 	static const char data[5000] = "new";
@@ -890,6 +948,8 @@ static void check_mount(const uint8_t *img, uint64_t seed)
 	ALLOWED(seed, "mount", err);
 	if (!err) {
 		walk_tree(fs, MFS_ROOT_INO, seed, 0);
+		change(fs, seed);
+		remove_tree(fs, MFS_ROOT_INO, seed, 0);
 		change(fs, seed);
 		ALLOWED(seed, "unmount", mfs_unmount(fs));
 	}
