@@ -366,7 +366,7 @@ static int acl_read(struct mfs_node *n, const struct mfs_xname *nm,
 		err = (int)len;
 	free(buf);
 	if (err == -EUCLEAN)
-		return mfs_error(n->fs, "inode %" PRIu32 ": its %s ACL is damaged",
+		return mfs_error(n->fs, "inode %" PRIu64 ": its %s ACL is damaged",
 				 n->ino, nm->index == MFS_XATTR_INDEX_ACL_ACCESS ?
 				 "access" : "default");
 	return err;

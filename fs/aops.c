@@ -40,7 +40,7 @@ static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 	if (err)
 		return err;
 	if (!*block && write && !mfs_page_past_eof(n, index))
-		mlog_warn("inode %" PRIu32 ": dirty page %" PRIu64 " has no block",
+		mlog_warn("inode %" PRIu64 ": dirty page %" PRIu64 " has no block",
 			  n->ino, index);
 	return *block ? 0 : PC_BLOCK_HOLE;
 }

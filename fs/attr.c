@@ -7,6 +7,7 @@
 #include "mfs_i.h"
 #include "blockmap.h"
 #include "icache.h"
+#include "vfs.h"
 #include "xattr.h"
 
 #include <errno.h>
@@ -95,25 +96,6 @@ int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 	if (!(node_mode(dir) & S_ISVTX) || is_owner(victim, cr) || is_owner(dir, cr))
 		return 0;
 	return -EPERM;
-}
-
-int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-	       int mask)
-{
-	struct mfs_node *n;
-	int err;
-
-	if (mfs_special_ino(ino))
-		return mfs_special_access(fs, cr, ino, mask);
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
-	err = mfs_permission(n, cr, mask & (R_OK | W_OK | X_OK));
-	if (!err && (mask & W_OK) && mfs_check_rw(fs) &&
-	    (S_ISREG(node_mode(n)) || S_ISDIR(node_mode(n)) || S_ISLNK(node_mode(n))))
-		err = -EROFS;
-	mfs_iput(n);
-	return err;
 }
 
 /* ---- truncate ------------------------------------------------------------ */
@@ -441,17 +423,11 @@ int mfs_kill_suid(struct mfs_node *n, const struct mfs_cred *cr)
 	return err;
 }
 
-int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		const struct mfs_setattr *sa, struct stat *st)
+int mfs_disk_setattr(struct mfs_node *n, const struct mfs_cred *cr,
+		     const struct mfs_setattr *sa)
 {
-	struct mfs_node *n;
-	int err;
+	int err = mfs_check_rw(n->fs);
 
-	if (mfs_special_ino(ino))
-		return mfs_special_setattr(fs, cr, ino, sa, st);
-	err = mfs_check_rw(fs);
-	if (!err)
-		err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&n->rwsem);
@@ -464,10 +440,5 @@ int mfs_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	if (!err && (sa->valid & ~(MFS_SET_SIZE | MFS_SET_BY_FILE)))
 		err = setattr_apply(n, cr, sa);
 	pthread_rwlock_unlock(&n->rwsem);
-	if (!err)
-		err = mfs_sync_if_flagged(n, false);
-	if (!err && st)
-		mfs_node_fill_stat(n, st);
-	mfs_iput(n);
 	return err;
 }

@@ -36,7 +36,7 @@ static int ind_read(struct mfs_node *n, uint64_t blk, struct pc_page **pg)
 		return err;
 	if (!fmt_block_csum_ok(&fs->sb, MFS_CSUM_INDIRECT, n->ino, (*pg)->data)) {
 		pc_put_page(*pg);
-		return mfs_error(fs, "indirect block %" PRIu64 " of inode %" PRIu32
+		return mfs_error(fs, "indirect block %" PRIu64 " of inode %" PRIu64
 				 ": checksum mismatch", blk, n->ino);
 	}
 	return 0;
@@ -52,7 +52,7 @@ static int ptr_check(struct mfs_node *n, uint64_t ptr, uint64_t from)
 		where = "on the metadata of its group";
 	else
 		return 0;
-	return mfs_error(n->fs, "inode %" PRIu32 ": block %" PRIu64 " maps to %"
+	return mfs_error(n->fs, "inode %" PRIu64 ": block %" PRIu64 " maps to %"
 			 PRIu64 ", %s", n->ino, from, ptr, where);
 }
 
@@ -409,7 +409,7 @@ static int run_flush(struct trunc *t)
 	if (t->run_len)
 		err = mfs_free_blocks(t->n->fs, t->h, t->run, (uint32_t)t->run_len, t->meta);
 	if (err)
-		mfs_error(t->n->fs, "inode %" PRIu32 ": cannot free blocks %" PRIu64 "+%" PRIu64
+		mfs_error(t->n->fs, "inode %" PRIu64 ": cannot free blocks %" PRIu64 "+%" PRIu64
 			  " (%s): they stay allocated until fsck frees them", t->n->ino,
 			  t->run, t->run_len, strerror(-err));
 	t->freed += t->run_len;

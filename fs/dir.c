@@ -86,7 +86,7 @@ static void check_page(struct mfs_node *dir, uint64_t lblk, struct pc_page *pg)
 	}
 	atomic_fetch_add(&fs->st.dir_bad, 1);
 	SetPageError(pg);
-	mfs_error(fs, "directory %" PRIu32 ", block %" PRIu64 ": %s", dir->ino,
+	mfs_error(fs, "directory %" PRIu64 ", block %" PRIu64 ": %s", dir->ino,
 		  lblk, why);
 }
 
@@ -363,7 +363,7 @@ static int dir_access(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
 	int err = mfs_bmap_lookup(dir, lblk, pblk);
 
 	if (!err && !*pblk)
-		err = mfs_error(dir->fs, "directory %" PRIu32 ": block %" PRIu64
+		err = mfs_error(dir->fs, "directory %" PRIu64 ": block %" PRIu64
 				" is a hole", dir->ino, lblk);
 	if (!err)
 		err = mfs_dir_page(dir, lblk, pg);

@@ -19,6 +19,7 @@
 #include "balloc.h"
 #include "blockmap.h"
 #include "icache.h"
+#include "vfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +51,7 @@ static uint64_t chunk_blocks(struct mfs_fs *fs)
 }
 
 /* The modes ext3 (a block-mapped ext4) would accept if it preallocated. */
-static bool mode_ok(int mode)
+bool mfs_falloc_mode_ok(int mode)
 {
 	switch (mode & ~FALLOC_FL_KEEP_SIZE) {
 	case 0:
@@ -63,21 +64,13 @@ static bool mode_ok(int mode)
 	}
 }
 
-/* vfs_fallocate's checks, in its order. */
+/* vfs_fallocate's checks, in its order, after those of mfs_fallocate. */
 static int falloc_checks(struct mfs_fs *fs, struct mfs_file *f, int mode,
 			 uint64_t off, uint64_t len)
 {
 	struct mfs_node *n = f->n;
 	uint32_t fl;
 
-	if (!len || off > INT64_MAX || len > INT64_MAX)
-		return -EINVAL;
-	if (!mode_ok(mode))
-		return -EOPNOTSUPP;
-	if (!(mfs_open_mask(f->flags) & W_OK))
-		return -EBADF;
-	if (!n)
-		return -ENODEV;               /* a file that lives in memory */
 	fl = mfs_node_flags(n);
 	if ((mode & ~FALLOC_FL_KEEP_SIZE) && (fl & MFS_APPEND_FL))
 		return -EPERM;
@@ -337,17 +330,15 @@ static int falloc_locked(struct mfs_node *n, const struct mfs_cred *cr, int mode
 	return err ? err : touch_times(n);
 }
 
-int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
-		  struct mfs_file *f, int mode, uint64_t off, uint64_t len)
+int mfs_disk_fallocate(struct mfs_file *f, const struct mfs_cred *cr, int mode,
+		       uint64_t off, uint64_t len)
 {
 	struct mfs_node *n = f->n;
 	int err;
 
-	if (!n)
-		return falloc_checks(fs, f, mode, off, len);
 	/* The flags are looked at under the rwsem chattr takes. */
 	pthread_rwlock_wrlock(&n->rwsem);
-	err = falloc_checks(fs, f, mode, off, len);
+	err = falloc_checks(n->fs, f, mode, off, len);
 	/* A change of data by another user drops the set-id bits, as a
 	 * write does (Linux's file_modified in fallocate). */
 	if (!err)
@@ -355,8 +346,6 @@ int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
 	if (!err)
 		err = falloc_locked(n, cr, mode, off, len);
 	pthread_rwlock_unlock(&n->rwsem);
-	if (!err)
-		err = mfs_sync_if_flagged(n, false);
 	return err;
 }
 
@@ -365,18 +354,12 @@ int mfs_fallocate(struct mfs_fs *fs, const struct mfs_cred *cr,
 /* Bytes per read and write of a copy. */
 #define COPY_CHUNK (256u * 1024)
 
+/* After those of mfs_copy_file_range. */
 static int copy_checks(struct mfs_file *in, uint64_t off_in, struct mfs_file *out,
-		       uint64_t off_out, size_t len, unsigned int flags)
+		       uint64_t off_out, size_t len)
 {
 	struct mfs_node *ni = in->n, *no = out->n;
 
-	if (flags)
-		return -EINVAL;
-	if (!(mfs_open_mask(in->flags) & R_OK) ||
-	    !(mfs_open_mask(out->flags) & W_OK) || (out->flags & O_APPEND))
-		return -EBADF;
-	if (!ni || !no)
-		return -EINVAL;               /* a file that lives in memory */
 	if (S_ISDIR(node_mode(ni)) || S_ISDIR(node_mode(no)))
 		return -EISDIR;
 	if (!S_ISREG(node_mode(ni)) || !S_ISREG(node_mode(no)) || !ni->map || !no->map)
@@ -453,14 +436,14 @@ static int copy_extend(struct mfs_node *n, const struct mfs_cred *cr, uint64_t e
 	return err;
 }
 
-ssize_t mfs_copy_file_range(struct mfs_fs *fs, const struct mfs_cred *cr,
-			    struct mfs_file *in, uint64_t off_in,
-			    struct mfs_file *out, uint64_t off_out, size_t len,
-			    unsigned int flags)
+ssize_t mfs_disk_copy_range(const struct mfs_cred *cr, struct mfs_file *in,
+			    uint64_t off_in, struct mfs_file *out,
+			    uint64_t off_out, size_t len)
 {
+	struct mfs_fs *fs = in->n->fs;
 	uint64_t size, done = 0;
 	char *buf;
-	int err = copy_checks(in, off_in, out, off_out, len, flags);
+	int err = copy_checks(in, off_in, out, off_out, len);
 
 	if (err)
 		return err;

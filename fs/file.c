@@ -1,6 +1,7 @@
 /*
- * file.c - open files and directories: open, create, read, write, fsync,
- * release, and directory reading.
+ * file.c - what open files and directories of the disk do: open, read,
+ * write, SEEK_DATA/SEEK_HOLE, fsync, release, and reading a directory
+ * (the calls of mfs.h that lead here are in vfs_file.c).
  *
  * Reads take no inode lock: each page is copied under its page lock, and
  * the size is read once.  Writes hold the inode's rwsem for writing and go
@@ -14,6 +15,7 @@
 #include "dir.h"
 #include "icache.h"
 #include "jdata.h"
+#include "vfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,36 +26,6 @@
 
 /* Pages per write handle. */
 #define WRITE_CHUNK 16u
-
-/* n is NULL for a directory in memory, @ino. */
-struct mfs_dir {
-	struct mfs_node *n;
-	uint64_t ino;
-};
-
-int mfs_open_mask(int flags)
-{
-	switch (flags & O_ACCMODE) {
-	case O_RDONLY: return R_OK;
-	case O_WRONLY: return W_OK;
-	default: return R_OK | W_OK;
-	}
-}
-
-static int file_new(struct mfs_node *n, int flags, struct mfs_file **out)
-{
-	struct mfs_file *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return -ENOMEM;
-	f->n = n;
-	f->flags = flags;
-	pthread_mutex_init(&f->ra_lock, NULL);
-	pc_ra_init(&f->ra);
-	mfs_node_opened(n, 1);
-	*out = f;
-	return 0;
-}
 
 static int open_checks(struct mfs_node *n, const struct mfs_cred *cr, int flags)
 {
@@ -90,98 +62,30 @@ static int open_trunc(struct mfs_node *n, const struct mfs_cred *cr)
 	return err;
 }
 
-static int special_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-			int flags, struct mfs_file **out)
+int mfs_disk_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
+		  struct mfs_file *f)
 {
-	struct mfs_file *f = calloc(1, sizeof(*f));
-	int err = f ? 0 : -ENOMEM;
+	int err = open_checks(n, cr, flags);
 
-	if (!err && mfs_region_ino(ino))
-		err = mfs_region_open(fs, cr, ino, flags, &f->rgn);
-	else if (!err)
-		err = mfs_ctl_open(fs, ino, flags, &f->text, &f->text_len);
-
-	if (err) {
-		free(f);
-		return err;
-	}
-	f->flags = flags;
-	*out = f;
-	return 0;
-}
-
-bool mfs_file_direct(const struct mfs_file *f)
-{
-	return !f->n && !f->rgn;
-}
-
-int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-	     int flags, struct mfs_file **out)
-{
-	struct mfs_node *n;
-	int err;
-
-	if (mfs_special_ino(ino))
-		return special_open(fs, cr, ino, flags, out);
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
-	err = open_checks(n, cr, flags);
 	if (!err && (flags & O_TRUNC) && (mfs_open_mask(flags) & W_OK))
 		err = open_trunc(n, cr);
 	if (!err)
-		err = file_new(n, flags, out);
-	if (err)
-		mfs_iput(n);
+		mfs_disk_opened(f);
 	return err;
 }
 
-int mfs_create(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-	       const char *name, mode_t mode, int flags, struct stat *st,
-	       uint64_t *gen, struct mfs_file **out)
+void mfs_disk_opened(struct mfs_file *f)
 {
-	struct newinode ni = { .mode = S_IFREG | (mode & 07777) };
-	struct mfs_node *n;
-	int err;
-
-again:
-	err = mfs_create_node(fs, cr, dir, name, &ni, st, gen, &n);
-	if (err == -EEXIST && !(flags & O_EXCL)) {
-		err = mfs_lookup(fs, cr, dir, name, st, gen);
-		if (err == -ENOENT)
-			goto again;     /* unlinked since: create it after all */
-		if (err)
-			return err;
-		err = mfs_open(fs, cr, st->st_ino, flags, out);
-		if (err)
-			mfs_forget(fs, st->st_ino, 1);
-		else if ((flags & O_TRUNC) && (*out)->n)
-			mfs_node_fill_stat((*out)->n, st);
-		return err;
-	}
-	if (err)
-		return err;
-	err = file_new(n, flags, out);
-	if (err) {
-		mfs_forget(fs, n->ino, 1);
-		mfs_iput(n);
-	}
-	return err;
+	pthread_mutex_init(&f->ra_lock, NULL);
+	pc_ra_init(&f->ra);
+	mfs_node_opened(f->n, 1);
+	f->fops = &mfs_disk_fops;
 }
 
-int mfs_release(struct mfs_fs *fs, struct mfs_file *f)
+void mfs_disk_release(struct mfs_file *f)
 {
-	(void)fs;
-	if (!f->n) {
-		free(f->text);
-		free(f);
-		return 0;
-	}
 	mfs_node_opened(f->n, -1);
-	mfs_iput(f->n);
 	pthread_mutex_destroy(&f->ra_lock);
-	free(f);
-	return 0;
 }
 
 /* ---- read ---------------------------------------------------------------- */
@@ -246,19 +150,15 @@ static int read_page(struct mfs_file *f, uint64_t idx, unsigned nr, uint64_t lim
 	return err;
 }
 
-ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
-		 uint64_t off)
+ssize_t mfs_disk_read(struct mfs_file *f, void *buf, size_t size, uint64_t off)
 {
 	struct mfs_node *n = f->n;
+	struct mfs_fs *fs = n->fs;
 	uint32_t bs = fs->bs;
 	uint64_t isize, end, last, limit;
 	size_t done = 0;
 	int err = 0;
 
-	if (f->rgn)
-		return mfs_region_read(f->rgn, buf, size, off);
-	if (!n)
-		return mfs_ctl_read(f->text, f->text_len, buf, size, off);
 	if (S_ISDIR(node_mode(n)))
 		return -EISDIR;
 	if (!S_ISREG(node_mode(n)) || !n->map)
@@ -297,25 +197,14 @@ ssize_t mfs_read(struct mfs_fs *fs, struct mfs_file *f, void *buf, size_t size,
 /* Blocks are allocated when written (or preallocated, holding zeros), so
  * the block map alone says where data is; past i_size there is none, and
  * the end of file is a hole. */
-int mfs_lseek(struct mfs_fs *fs, struct mfs_file *f, uint64_t off, int whence,
-	      uint64_t *out)
+int mfs_disk_lseek(struct mfs_file *f, uint64_t off, int whence, uint64_t *out)
 {
 	struct mfs_node *n = f->n;
 	uint64_t size, blk;
-	uint32_t bs = fs->bs;
+	uint32_t bs = n->fs->bs;
 	int err;
 
-	if (whence != SEEK_DATA && whence != SEEK_HOLE)
-		return -EINVAL;
-	if (f->rgn) {
-		/* All data, no hole before the end. */
-		size = mfs_region_size(f->rgn);
-		if (off >= size)
-			return -ENXIO;
-		*out = whence == SEEK_DATA ? off : size;
-		return 0;
-	}
-	if (!n || !S_ISREG(node_mode(n)) || !n->map)
+	if (!S_ISREG(node_mode(n)) || !n->map)
 		return -EINVAL;
 	pthread_mutex_lock(&n->lock);
 	size = node_size(n);
@@ -513,20 +402,16 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 	return err;
 }
 
-ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
-		  struct mfs_file *f, const void *buf, size_t size, uint64_t off,
-		  unsigned int flags)
+ssize_t mfs_disk_write(struct mfs_file *f, const struct mfs_cred *cr,
+		       const void *buf, size_t size, uint64_t off,
+		       unsigned int flags)
 {
 	struct mfs_node *n = f->n;
+	struct mfs_fs *fs = n->fs;
 	uint64_t max = fmt_max_file_size(fs->bs);
 	size_t done = 0;
-	int err;
+	int err = mfs_check_rw(fs);
 
-	if (f->rgn && !(mfs_open_mask(f->flags) & W_OK))
-		return -EBADF;
-	if (f->rgn)
-		return mfs_region_write(fs, f->rgn, buf, size, off);
-	err = n ? mfs_check_rw(fs) : -EBADF;
 	if (err)
 		return err;
 	if (!S_ISREG(node_mode(n)))
@@ -546,9 +431,7 @@ ssize_t mfs_write(struct mfs_fs *fs, const struct mfs_cred *cr,
 		err = write_locked(n, cr, buf, size, off, &done);
 	pthread_rwlock_unlock(&n->rwsem);
 	atomic_fetch_add(&fs->st.writes, 1);
-	if (done)
-		err = mfs_sync_if_flagged(n, false);
-	return done && !err ? (ssize_t)done : err;
+	return done ? (ssize_t)done : err;
 }
 
 void mfs_set_attr_changed(struct mfs_fs *fs, mfs_attr_changed_fn fn, void *arg)
@@ -587,106 +470,15 @@ int mfs_fsync_node(struct mfs_node *n, bool datasync)
 	return err ? err : e;
 }
 
-int mfs_fsync(struct mfs_fs *fs, uint64_t ino, bool datasync)
+int mfs_dir_readdir(struct mfs_node *dir, uint64_t off, bool plus,
+		    mfs_filldir_t fill, void *ctx)
 {
-	struct mfs_node *n;
 	int err;
 
-	if (mfs_special_ino(ino))
-		return mfs_special_fsync(fs, ino);
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
-	err = mfs_fsync_node(n, datasync);
-	mfs_iput(n);
-	return err;
-}
-
-/* ---- directories --------------------------------------------------------- */
-
-int mfs_opendir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		struct mfs_dir **out)
-{
-	struct mfs_node *n = NULL;
-	struct mfs_dir *d;
-	int err;
-
-	if (mfs_special_ino(ino)) {
-		err = mfs_special_opendir(fs, ino);
-		d = err ? NULL : calloc(1, sizeof(*d));
-		if (d)
-			d->ino = ino;
-		*out = d;
-		return err ? err : d ? 0 : -ENOMEM;
-	}
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
-	if (!S_ISDIR(node_mode(n)))
-		err = -ENOTDIR;
+	pthread_rwlock_rdlock(&dir->rwsem);
+	err = mfs_dir_iterate(dir, off, plus, fill, ctx);
+	pthread_rwlock_unlock(&dir->rwsem);
 	if (!err)
-		err = mfs_permission(n, cr, R_OK);
-	d = err ? NULL : calloc(1, sizeof(*d));
-	if (!err && !d)
-		err = -ENOMEM;
-	if (err) {
-		mfs_iput(n);
-		return err;
-	}
-	d->n = n;
-	*out = d;
-	return 0;
-}
-
-/* The root's blocks, then what special.c lists after them. */
-struct root_fill {
-	mfs_filldir_t fill;
-	void *ctx;
-	bool full;
-};
-
-static int root_fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
-		     unsigned int type, uint64_t next, const struct stat *st,
-		     uint64_t gen)
-{
-	struct root_fill *rf = ctx;
-
-	rf->full = rf->fill(rf->ctx, name, namelen, ino, type, next, st, gen) != 0;
-	return rf->full;
-}
-
-static int root_iterate(struct mfs_node *root, uint64_t off, bool plus,
-			mfs_filldir_t fill, void *ctx)
-{
-	struct root_fill rf = { fill, ctx, false };
-	int err = mfs_dir_iterate(root, off, plus, root_fill, &rf);
-
-	if (err || rf.full)
-		return err;
-	return mfs_special_readdir_root(root->fs, off, plus, fill, ctx);
-}
-
-int mfs_readdir(struct mfs_fs *fs, struct mfs_dir *d, uint64_t off, bool plus,
-		mfs_filldir_t fill, void *ctx)
-{
-	int err;
-
-	if (!d->n)
-		return mfs_special_readdir(fs, d->ino, off, plus, fill, ctx);
-	pthread_rwlock_rdlock(&d->n->rwsem);
-	err = d->n->ino == MFS_ROOT_INO ? root_iterate(d->n, off, plus, fill, ctx) :
-	      mfs_dir_iterate(d->n, off, plus, fill, ctx);
-	pthread_rwlock_unlock(&d->n->rwsem);
-	if (!err)
-		touch_atime(d->n);
+		touch_atime(dir);
 	return err;
-}
-
-int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d)
-{
-	(void)fs;
-	if (d->n)
-		mfs_iput(d->n);
-	free(d);
-	return 0;
 }

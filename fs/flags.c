@@ -14,6 +14,7 @@
 #include "mfs_i.h"
 #include "icache.h"
 #include "jdata.h"
+#include "vfs.h"
 
 #include <errno.h>
 #include <string.h>
@@ -52,25 +53,6 @@ int mfs_sync_if_flagged(struct mfs_node *n, bool dir)
 	if (!(mfs_node_flags(n) & want))
 		return 0;
 	return mfs_fsync_node(n, false);
-}
-
-int mfs_get_flags(struct mfs_fs *fs, uint64_t ino, uint32_t *flags)
-{
-	struct mfs_node *n;
-	int err;
-
-	if (mfs_special_ino(ino)) {
-		*flags = 0;
-		return 0;
-	}
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
-	pthread_mutex_lock(&n->lock);
-	*flags = mfs_node_flags(n) & MFS_USER_FL_MASK;
-	pthread_mutex_unlock(&n->lock);
-	mfs_iput(n);
-	return 0;
 }
 
 /* ext4_ioctl_setflags' refusals, in its order. */
@@ -120,24 +102,15 @@ static int set_flags_locked(struct mfs_node *n, const struct mfs_cred *cr,
 	return err;
 }
 
-int mfs_set_flags(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		  uint32_t flags)
+int mfs_disk_set_flags(struct mfs_node *n, const struct mfs_cred *cr,
+		       uint32_t flags)
 {
-	struct mfs_node *n;
-	int err = mfs_special_ino(ino) ? -EPERM : mfs_check_rw(fs);
+	int err = mfs_check_rw(n->fs);
 
-	if (!err)
-		err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&n->rwsem);
 	err = set_flags_locked(n, cr, flags);
 	pthread_rwlock_unlock(&n->rwsem);
-	if (!err)
-		err = mfs_sync_if_flagged(n, S_ISDIR(node_mode(n)));
-	/* The ctime moved, and an ioctl's reply carries no attributes. */
-	if (!err && fs->attr_changed_fn)
-		fs->attr_changed_fn(fs->attr_changed_arg, n->ino);
-	mfs_iput(n);
 	return err;
 }

@@ -17,6 +17,7 @@
 #include "dir.h"
 #include "icache.h"
 #include "jdata.h"
+#include "vfs.h"
 #include "xattr.h"
 
 #include <errno.h>
@@ -189,33 +190,68 @@ static void node_free(struct mfs_node *n)
 	free(n);
 }
 
-static int node_alloc(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *in,
-		      struct mfs_node **out)
+static struct mfs_node *node_new(struct mfs_fs *fs, uint64_t ino,
+				  const struct mfs_inode *in, const struct mfs_iops *ops)
 {
 	struct mfs_node *n = calloc(1, sizeof(*n));
-	int err = 0;
 
 	if (!n)
-		return -ENOMEM;
+		return NULL;
 	n->fs = fs;
 	n->ino = ino;
+	n->ops = ops;
 	n->raw = *in;
 	n->refs = 1;
-	n->ji.ji_ino = ino;
+	n->ji.ji_ino = (uint32_t)ino;
 	ut_list_init(&n->orphan_link);
 	ut_list_init(&n->lru);
 	pthread_rwlock_init(&n->rwsem, NULL);
 	pthread_rwlock_init(&n->map_lock, NULL);
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_mutex_init(&n->dh_lock, NULL);
-	if (has_data(in))
+	return n;
+}
+
+static int node_alloc(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *in,
+		      struct mfs_node **out)
+{
+	struct mfs_node *n = node_new(fs, ino, in, mfs_disk_kind(ino, in));
+	int err = n ? 0 : -ENOMEM;
+
+	if (!err && has_data(in))
 		err = mfs_map_create(n);
 	if (err) {
-		node_free(n);
+		if (n)
+			node_free(n);
 		return err;
 	}
 	*out = n;
 	return 0;
+}
+
+int mfs_inode_mem(struct mfs_fs *fs, uint64_t ino, const struct mfs_inode *raw,
+		  const struct mfs_iops *ops, struct mfs_node **out)
+{
+	struct mfs_node *n = node_new(fs, ino, raw, ops);
+
+	if (!n)
+		return -ENOMEM;
+	/* No ACL, and none is ever read from the disk for it. */
+	n->acl_cached = true;
+	*out = n;
+	return 0;
+}
+
+void mfs_inode_mem_free(struct mfs_node *n)
+{
+	node_free(n);
+}
+
+void mfs_igrab(struct mfs_node *n)
+{
+	pthread_mutex_lock(&n->fs->icache_lock);
+	n->refs++;
+	pthread_mutex_unlock(&n->fs->icache_lock);
 }
 
 /* Wait while a node of @ino is being evicted; icache_lock held.  Returns
@@ -410,10 +446,10 @@ static void free_failed(struct mfs_node *n, int err)
 	orphan = n->orphan;
 	pthread_mutex_unlock(&n->fs->orphan_lock);
 	if (orphan)
-		mlog_err("inode %" PRIu32 ": cannot free it (%s); it stays on the "
+		mlog_err("inode %" PRIu64 ": cannot free it (%s); it stays on the "
 			 "orphan list", n->ino, strerror(-err));
 	else
-		mfs_error(n->fs, "inode %" PRIu32 ": cannot free it (%s); it stays "
+		mfs_error(n->fs, "inode %" PRIu64 ": cannot free it (%s); it stays "
 			  "allocated until fsck frees it", n->ino, strerror(-err));
 }
 
@@ -433,7 +469,7 @@ static void evict(struct mfs_node *n)
 		if (!err)
 			err = pc_sync_mapping(n->map);
 		if (err)
-			mlog_err("inode %" PRIu32 ": writing back its data failed: %s",
+			mlog_err("inode %" PRIu64 ": writing back its data failed: %s",
 				 n->ino, strerror(-err));
 	}
 	if (fs->j)
@@ -575,12 +611,10 @@ void mfs_iput(struct mfs_node *n)
 		evict_and_free(victim, false);
 }
 
-void mfs_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
+void mfs_icache_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct mfs_node *n;
 
-	if (mfs_special_ino(ino))
-		return;             /* in memory for good: nothing to count */
 	pthread_mutex_lock(&fs->icache_lock);
 	n = ino <= UINT32_MAX ? hash_find(fs, (uint32_t)ino) : NULL;
 	if (n && !n->freeing) {
@@ -607,7 +641,7 @@ static void drop_stuck(struct mfs_fs *fs)
 		struct mfs_node *n = ut_list_entry(fs->orphans.next, struct mfs_node,
 						   orphan_link);
 
-		mlog_warn("inode %" PRIu32 ": left on the orphan list for the next "
+		mlog_warn("inode %" PRIu64 ": left on the orphan list for the next "
 			  "mount or fsck", n->ino);
 		ut_list_del(&n->orphan_link);
 		pthread_mutex_lock(&fs->icache_lock);
@@ -700,21 +734,6 @@ void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime)
 		n->raw.i_ctime = htole64(now.tv_sec);
 		n->raw.i_ctime_nsec = htole32((uint32_t)now.tv_nsec);
 	}
-}
-
-int mfs_getattr(struct mfs_fs *fs, uint64_t ino, struct stat *st)
-{
-	struct mfs_node *n;
-	int err;
-
-	if (mfs_special_ino(ino))
-		return mfs_special_stat(fs, ino, st);
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
-	mfs_node_fill_stat(n, st);
-	mfs_iput(n);
-	return 0;
 }
 
 /* ---- the orphan list ----------------------------------------------------- */
@@ -895,7 +914,7 @@ int mfs_orphans_process(struct mfs_fs *fs)
 			break;
 		last = n;
 		ino = le32toh(n->raw.i_next_orphan);
-		mlog_info("orphan inode %" PRIu32 ": %s", n->ino,
+		mlog_info("orphan inode %" PRIu64 ": %s", n->ino,
 			  n->raw.i_links_count ? "truncated to its size" : "freed");
 	}
 	return orphans_finish(fs, err);

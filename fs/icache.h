@@ -20,6 +20,16 @@ int mfs_iget_handle(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
 int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
 	     struct mfs_node **out);
 void mfs_iput(struct mfs_node *n);
+/* One more reference to a node already referenced (or held for good). */
+void mfs_igrab(struct mfs_node *n);
+/* FUSE's FORGET of a disk inode: @nlookup lookups fewer. */
+void mfs_icache_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup);
+/* An inode of memory (mem.c) made from @raw, of kind @ops: in no hash and
+ * on no list, one reference, which the filesystem holds until
+ * mfs_inode_mem_free() at unmount. */
+int mfs_inode_mem(struct mfs_fs *fs, uint64_t ino, const struct mfs_inode *raw,
+		  const struct mfs_iops *ops, struct mfs_node **out);
+void mfs_inode_mem_free(struct mfs_node *n);
 void mfs_iget_lookup(struct mfs_node *n);  /* one more lookup count */
 void mfs_node_fill_stat(struct mfs_node *n, struct stat *st);
 int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data);

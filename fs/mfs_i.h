@@ -26,7 +26,7 @@
  *   metadata page locks   pages of fs->meta (bitmaps, inode tables,
  *                         descriptors, indirect blocks, the superblock)
  *   node->lock, fs->count_lock, fs->pend_lock,
- *   fs->icache_lock, a region's lock (regions.c),
+ *   fs->icache_lock,
  *   fs->dh_list_lock      leaves: held for a few instructions, never while
  *                         sleeping on anything above (under dh_list_lock
  *                         another directory's dh_lock is only tried)
@@ -128,6 +128,7 @@ struct mfs_fs {
 	_Atomic uint64_t dh_clock;       /* uses of big directories */
 
 	struct timespec mounted_at;      /* the in-memory inodes' times */
+	struct mfs_mem *mem;             /* mem.c: the inodes of memory */
 	struct mfs_region *regions;      /* the region table's entries */
 	uint32_t nregions;
 	pthread_mutex_t stats_lock;      /* leaf: the source below */
@@ -151,10 +152,13 @@ struct mfs_fs {
 /* ---- inodes in memory ---------------------------------------------------- */
 
 struct mfs_dirhash;
+struct mfs_iops;
+struct mfs_mem;
 
 struct mfs_node {
 	struct mfs_fs *fs;
-	uint32_t ino;
+	uint64_t ino;                    /* above 32 bits: an inode of memory */
+	const struct mfs_iops *ops;      /* its kind (vfs.h), set once */
 	struct mfs_node *hnext;          /* icache_lock */
 	uint32_t refs;                   /* icache_lock: users now */
 	uint64_t nlookup;                /* icache_lock: FUSE lookup count */
@@ -220,25 +224,6 @@ static inline bool node_data_ordered(struct mfs_node *n)
 void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime);
 void mfs_now(struct timespec *ts);
 
-/* ---- open files ---------------------------------------------------------- */
-
-struct mfs_region;
-
-/* n is NULL for an inode in memory (special.c): the statistics file
- * reads @text, a region file its region. */
-struct mfs_file {
-	struct mfs_node *n;
-	int flags;
-	pthread_mutex_t ra_lock;
-	struct pc_ra_state ra;
-	char *text;
-	size_t text_len;
-	struct mfs_region *rgn;
-};
-
-/* R_OK, W_OK or both, as an open with @flags may read or write. */
-int mfs_open_mask(int flags);
-
 /* ---- helpers across files ------------------------------------------------ */
 
 /* Log a line naming what is damaged, mark the superblock on the disk
@@ -276,15 +261,6 @@ int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h);
 /* namei.c */
 struct mfs_dirloc;
 
-struct newinode {
-	mode_t mode;
-	dev_t rdev;
-	const char *target;          /* symlinks */
-	size_t tlen;
-};
-int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
-		    const char *name, const struct newinode *ni, struct stat *st,
-		    uint64_t *gen, struct mfs_node **keep);
 int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
 		struct mfs_dirloc *loc, struct mfs_node **out);
 int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
@@ -306,8 +282,6 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
 
 /* flags.c: the inode flags' rules */
-/* fsync of @n: its pages home, its last transaction committed. */
-int mfs_fsync_node(struct mfs_node *n, bool datasync);
 /* chattr +S on @n (or +D on a directory, with @dir): the change just
  * made commits before the call returns.  No lock or handle held. */
 int mfs_sync_if_flagged(struct mfs_node *n, bool dir);
@@ -315,73 +289,6 @@ int mfs_sync_if_flagged(struct mfs_node *n, bool dir);
 int mfs_check_flags(struct mfs_node *n, bool append);
 /* A new inode's flags, from its directory's: what ext4 passes down. */
 uint32_t mfs_inherit_flags(struct mfs_node *dir, uint16_t mode);
-
-/* ctl.c: the control directory and its statistics file, in memory
- * (through special.c) */
-bool mfs_ctl_ino(uint64_t ino);
-bool mfs_ctl_name(uint64_t dir, const char *name);
-void mfs_ctl_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
-int mfs_ctl_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-		   const char *name, struct stat *st, uint64_t *gen);
-int mfs_ctl_change(uint64_t dir, const char *name, bool create);
-int mfs_ctl_access(uint64_t ino, int mask);
-/* The statistics' text as of now, for an open of @ino with @flags. */
-int mfs_ctl_open(struct mfs_fs *fs, uint64_t ino, int flags, char **text,
-		 size_t *len);
-ssize_t mfs_ctl_read(const char *text, size_t len, void *buf, size_t size,
-		     uint64_t off);
-int mfs_ctl_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
-		    mfs_filldir_t fill, void *ctx);
-
-/* special.c: every inode that exists only in memory, one gate (the
- * kinds follow: ctl.c, regions.c) */
-bool mfs_special_ino(uint64_t ino);
-/* @dir is one of them, or @name in @dir names one. */
-bool mfs_special_name(uint64_t dir, const char *name);
-int mfs_special_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
-int mfs_special_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-		       const char *name, struct stat *st, uint64_t *gen);
-/* What creating (@create) or removing or renaming @name of @dir gets,
- * when mfs_special_name() says it is theirs. */
-int mfs_special_change(struct mfs_fs *fs, uint64_t dir, const char *name, bool create);
-int mfs_special_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		       int mask);
-int mfs_special_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-			const struct mfs_setattr *sa, struct stat *st);
-int mfs_special_fsync(struct mfs_fs *fs, uint64_t ino);
-int mfs_special_opendir(struct mfs_fs *fs, uint64_t ino);
-int mfs_special_readdir(struct mfs_fs *fs, uint64_t ino, uint64_t off, bool plus,
-			mfs_filldir_t fill, void *ctx);
-/* The root's position after its blocks (a directory is far smaller),
- * where readdir of the root reports the regions directory. */
-#define MFS_ROOT_SPECIAL_POS (1ull << 62)
-int mfs_special_readdir_root(struct mfs_fs *fs, uint64_t off, bool plus,
-			     mfs_filldir_t fill, void *ctx);
-
-/* regions.c: the reserved regions' directory and files */
-struct mfs_region;
-int mfs_regions_load(struct mfs_fs *fs);       /* at mount */
-int mfs_regions_sync(struct mfs_fs *fs);       /* msync every region */
-void mfs_regions_unmap(struct mfs_fs *fs);
-bool mfs_regions_present(struct mfs_fs *fs);   /* any region shown */
-bool mfs_region_ino(uint64_t ino);
-int mfs_region_stat(struct mfs_fs *fs, uint64_t ino, struct stat *st);
-int mfs_region_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-		      const char *name, struct stat *st, uint64_t *gen);
-int mfs_region_change(struct mfs_fs *fs, uint64_t dir, const char *name, bool create);
-int mfs_region_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		      int mask);
-int mfs_region_setattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		       const struct mfs_setattr *sa, struct stat *st);
-int mfs_region_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		    int flags, struct mfs_region **out);
-ssize_t mfs_region_read(struct mfs_region *r, void *buf, size_t size, uint64_t off);
-ssize_t mfs_region_write(struct mfs_fs *fs, struct mfs_region *r, const void *buf,
-			 size_t size, uint64_t off);
-uint64_t mfs_region_size(const struct mfs_region *r);
-int mfs_region_fsync(struct mfs_fs *fs, uint64_t ino);
-int mfs_region_readdir(struct mfs_fs *fs, uint64_t off, bool plus,
-		       mfs_filldir_t fill, void *ctx);
 
 /* Credits of an operation that changes one inode. */
 #define MFS_CR_INODE 1u

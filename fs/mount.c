@@ -11,6 +11,7 @@
 #include "mfs_i.h"
 #include "icache.h"
 #include "jdata.h"
+#include "vfs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -576,6 +577,7 @@ static int mount_steps(struct mfs_fs *fs)
 
 static void fs_free(struct mfs_fs *fs)
 {
+	mfs_mem_destroy(fs);
 	mfs_regions_unmap(fs);
 	if (fs->ihash)
 		mfs_icache_destroy(fs);
@@ -621,6 +623,8 @@ int mfs_mount(struct bdev *bd, const struct mfs_mount_opts *opts,
 		err = mfs_orphans_process(fs);
 	if (!err)
 		err = mfs_regions_load(fs);
+	if (!err)
+		err = mfs_mem_create(fs);
 	if (err) {
 		mfs_jdata_stop(fs);
 		/* The checks above read inodes (the root, orphans): they go

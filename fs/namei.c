@@ -1,6 +1,7 @@
 /*
- * namei.c - names: lookup, creating inodes of every type, link, unlink,
- * rmdir and readlink.  Rename is in rename.c.
+ * namei.c - names in a directory on the disk: lookup, creating inodes of
+ * every type, link, unlink, rmdir, and the target of a symbolic link.
+ * Rename is in rename.c; the calls of mfs.h that lead here, in vfs.c.
  *
  * A change locks the directory's rwsem for writing, reserves what it may
  * allocate (so -ENOSPC comes before anything changes), and makes its
@@ -13,6 +14,7 @@
 #include "blockmap.h"
 #include "dir.h"
 #include "icache.h"
+#include "vfs.h"
 #include "xattr.h"
 
 #include <errno.h>
@@ -20,82 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static int check_name(const char *name, size_t *len)
-{
-	*len = strlen(name);
-	if (*len > MFS_NAME_LEN)
-		return -ENAMETOOLONG;
-	if (!*len || memchr(name, '/', *len))
-		return -EINVAL;
-	return 0;
-}
-
-/* The directory @ino, referenced; -ENOTDIR if it is not one. */
-static int get_dir(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
-{
-	int err = mfs_iget(fs, ino, out);
-
-	if (!err && !S_ISDIR(node_mode(*out))) {
-		mfs_iput(*out);
-		err = -ENOTDIR;
-	}
-	return err;
-}
-
-/* Hand out @n with its stat and a lookup count. */
-static void hand_out(struct mfs_node *n, struct stat *st, uint64_t *gen)
-{
-	if (st)
-		mfs_node_fill_stat(n, st);
-	if (gen)
-		*gen = le32toh(n->raw.i_generation);
-	mfs_iget_lookup(n);
-}
-
-/*
- * "." of any inode is the inode itself: the kernel asks so when it turns a
- * file handle back into an inode it no longer holds (the path walk never
- * sends "."), and compares the generation with the handle's.
- */
-static int lookup_self(struct mfs_fs *fs, uint64_t ino, struct stat *st,
-		       uint64_t *gen)
-{
-	struct mfs_node *n;
-	int err = mfs_iget_handle(fs, ino, &n);
-
-	if (err)
-		return err == -ESTALE ? -ENOENT : err;
-	hand_out(n, st, gen);
-	mfs_iput(n);
-	return 0;
-}
-
-int mfs_lookup(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
-	       const char *name, struct stat *st, uint64_t *gen)
+int mfs_dir_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, struct mfs_node **out)
 {
 	struct mfs_dirloc loc;
-	struct mfs_node *dir, *n;
-	size_t len;
-	int err = check_name(name, &len);
 
-	if (!err && !strcmp(name, ".") && !mfs_special_ino(dirino))
-		return lookup_self(fs, dirino, st, gen);
-	if (!err && mfs_special_name(dirino, name))
-		return mfs_special_lookup(fs, cr, dirino, name, st, gen);
-	if (!err)
-		err = get_dir(fs, dirino, &dir);
-	if (err)
-		return err;
-	atomic_fetch_add(&fs->st.lookups, 1);
-	err = mfs_permission(dir, cr, X_OK);
-	if (!err)
-		err = mfs_dir_get(dir, name, len, &loc, &n);
-	if (!err) {
-		hand_out(n, st, gen);
-		mfs_iput(n);
-	}
-	mfs_iput(dir);
-	return err;
+	(void)cr;
+	atomic_fetch_add(&dir->fs->st.lookups, 1);
+	return mfs_dir_get(dir, name, len, &loc, out);
 }
 
 /* ---- creating ------------------------------------------------------------ */
@@ -315,91 +249,25 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 	return err;
 }
 
-int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
-		    const char *name, const struct newinode *ni, struct stat *st,
-		    uint64_t *gen, struct mfs_node **keep)
+int mfs_dir_create(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, const struct newinode *ni,
+		   struct mfs_node **out)
 {
-	struct mfs_node *dir, *n = NULL;
-	size_t len;
-	int err = check_name(name, &len);
+	int err;
 
-	if (!err && mfs_special_name(dirino, name))
-		err = mfs_special_change(fs, dirino, name, true);
-	if (!err)
-		err = mfs_check_rw(fs);
-	if (!err)
-		err = get_dir(fs, dirino, &dir);
-	if (err)
-		return err;
 	pthread_rwlock_wrlock(&dir->rwsem);
-	err = create_locked(dir, cr, name, len, ni, &n);
+	err = create_locked(dir, cr, name, len, ni, out);
 	pthread_rwlock_unlock(&dir->rwsem);
-	if (!err)
-		err = mfs_sync_if_flagged(dir, true);
-	mfs_iput(dir);
-	if (err && n)
-		mfs_iput(n);
-	if (err)
-		return err;
-	hand_out(n, st, gen);
-	if (keep)
-		*keep = n;
-	else
-		mfs_iput(n);
-	return 0;
+	return err;
 }
 
-int mfs_mknod(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-	      const char *name, mode_t mode, dev_t rdev, struct stat *st,
-	      uint64_t *gen)
+ssize_t mfs_symlink_read(struct mfs_node *n, char *buf, size_t size)
 {
-	struct newinode ni = { .mode = mode, .rdev = rdev };
-
-	if (S_ISDIR(mode) || S_ISLNK(mode))
-		return -EINVAL;
-	if (!(mode & S_IFMT))
-		ni.mode |= S_IFREG;
-	if (!S_ISREG(ni.mode) && !S_ISCHR(ni.mode) && !S_ISBLK(ni.mode) &&
-	    !S_ISFIFO(ni.mode) && !S_ISSOCK(ni.mode))
-		return -EINVAL;
-	return mfs_create_node(fs, cr, dir, name, &ni, st, gen, NULL);
-}
-
-int mfs_mkdir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-	      const char *name, mode_t mode, struct stat *st, uint64_t *gen)
-{
-	struct newinode ni = { .mode = S_IFDIR | (mode & 07777) };
-
-	return mfs_create_node(fs, cr, dir, name, &ni, st, gen, NULL);
-}
-
-int mfs_symlink(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-		const char *name, const char *target, struct stat *st,
-		uint64_t *gen)
-{
-	struct newinode ni = { .mode = S_IFLNK | 0777, .target = target,
-			       .tlen = strlen(target) };
-
-	if (!ni.tlen)
-		return -ENOENT;
-	if (ni.tlen >= fs->bs)
-		return -ENAMETOOLONG;
-	return mfs_create_node(fs, cr, dir, name, &ni, st, gen, NULL);
-}
-
-ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size)
-{
-	struct mfs_node *n;
 	struct pc_page *pg;
-	size_t len;
-	int err = mfs_special_ino(ino) ? -EINVAL : mfs_iget(fs, ino, &n);
+	size_t len = UT_MIN((size_t)node_size(n), size);
+	int err = 0;
 
-	if (err)
-		return err;
-	len = UT_MIN((size_t)node_size(n), size);
-	if (!S_ISLNK(node_mode(n))) {
-		err = -EINVAL;
-	} else if (fmt_inode_is_fast_symlink(&n->raw)) {
+	if (fmt_inode_is_fast_symlink(&n->raw)) {
 		pthread_mutex_lock(&n->lock);
 		memcpy(buf, n->raw.i_block, len);
 		pthread_mutex_unlock(&n->lock);
@@ -409,7 +277,6 @@ ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size)
 		pc_unlock_page(pg);
 		pc_put_page(pg);
 	}
-	mfs_iput(n);
 	return err ? err : (ssize_t)len;
 }
 
@@ -528,41 +395,16 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 	return err;
 }
 
-int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-	     uint64_t newdir, const char *newname, struct stat *st, uint64_t *gen)
+int mfs_dir_link(struct mfs_node *dir, const struct mfs_cred *cr,
+		 const char *name, size_t len, struct mfs_node *n)
 {
-	struct mfs_node *n, *dir;
-	size_t len;
-	int err = check_name(newname, &len);
+	int err = mfs_check_flags(n, true);
 
-	if (!err && mfs_special_ino(ino))
-		err = -EPERM;
-	if (!err && mfs_special_name(newdir, newname))
-		err = mfs_special_change(fs, newdir, newname, true);
-	if (!err)
-		err = mfs_check_rw(fs);
-	if (!err)
-		err = get_dir(fs, newdir, &dir);
 	if (err)
 		return err;
-	err = mfs_iget(fs, ino, &n);
-	if (!err && (S_ISDIR(node_mode(n)) || mfs_check_flags(n, true))) {
-		mfs_iput(n);
-		err = -EPERM;
-	}
-	if (err) {
-		mfs_iput(dir);
-		return err;
-	}
 	lock_two(dir, n);
-	err = link_locked(n, dir, cr, newname, len);
+	err = link_locked(n, dir, cr, name, len);
 	unlock_two(dir, n);
-	if (!err)
-		err = mfs_sync_if_flagged(dir, true);
-	if (!err)
-		hand_out(n, st, gen);
-	mfs_iput(n);
-	mfs_iput(dir);
 	return err;
 }
 
@@ -622,46 +464,17 @@ static int remove_locked(struct mfs_node *dir, struct mfs_node *victim,
 	return err;
 }
 
-static int remove_name(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
-		       const char *name, bool rmdir)
+int mfs_dir_unlink(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, bool rmdir)
 {
-	struct mfs_node *dir, *victim;
+	struct mfs_node *victim;
 	struct mfs_dirloc loc;
-	size_t len;
-	int err = check_name(name, &len);
+	int err = mfs_lock_entry(dir, name, len, &loc, &victim);
 
-	if (!err && rmdir && !strcmp(name, "."))
-		err = -EINVAL;
-	if (!err && rmdir && !strcmp(name, ".."))
-		err = -ENOTEMPTY;
-	if (!err && mfs_special_name(dirino, name))
-		err = mfs_special_change(fs, dirino, name, false);
-	if (!err)
-		err = mfs_check_rw(fs);
-	if (!err)
-		err = get_dir(fs, dirino, &dir);
 	if (err)
 		return err;
-	err = mfs_lock_entry(dir, name, len, &loc, &victim);
-	if (!err) {
-		err = remove_locked(dir, victim, cr, &loc, rmdir);
-		unlock_two(dir, victim);
-		mfs_iput(victim);
-		if (!err)
-			err = mfs_sync_if_flagged(dir, true);
-	}
-	mfs_iput(dir);
+	err = remove_locked(dir, victim, cr, &loc, rmdir);
+	unlock_two(dir, victim);
+	mfs_iput(victim);
 	return err;
-}
-
-int mfs_unlink(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-	       const char *name)
-{
-	return remove_name(fs, cr, dir, name, false);
-}
-
-int mfs_rmdir(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-	      const char *name)
-{
-	return remove_name(fs, cr, dir, name, true);
 }

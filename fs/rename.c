@@ -12,6 +12,7 @@
 #include "balloc.h"
 #include "dir.h"
 #include "icache.h"
+#include "vfs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -370,50 +371,11 @@ static int rename_dirs(struct ren *r)
 	return err;
 }
 
-static int get_dir(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out)
+int mfs_dir_rename(struct mfs_rename *rn)
 {
-	int err = mfs_iget(fs, ino, out);
+	struct ren r = { .sdir = rn->sdir, .ddir = rn->ddir, .sname = rn->sname,
+			 .dname = rn->dname, .slen = rn->slen, .dlen = rn->dlen,
+			 .flags = rn->flags, .cr = rn->cr };
 
-	if (!err && !S_ISDIR(node_mode(*out))) {
-		mfs_iput(*out);
-		return -ENOTDIR;
-	}
-	return err;
-}
-
-int mfs_rename(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
-	       const char *name, uint64_t newdir, const char *newname,
-	       unsigned int flags)
-{
-	struct ren r = { .sname = name, .dname = newname, .flags = flags, .cr = cr };
-	int err = mfs_check_rw(fs);
-
-	r.slen = strlen(name);
-	r.dlen = strlen(newname);
-	if (!err && ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-		     (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE)))
-		err = -EINVAL;
-	if (!err && (r.slen > MFS_NAME_LEN || r.dlen > MFS_NAME_LEN))
-		err = -ENAMETOOLONG;
-	if (!err && (!strcmp(name, ".") || !strcmp(name, "..") ||
-		     !strcmp(newname, ".") || !strcmp(newname, "..")))
-		err = -EBUSY;
-	if (!err && (mfs_special_name(dir, name) || mfs_special_name(newdir, newname)))
-		err = -EPERM;
-	if (!err)
-		err = get_dir(fs, dir, &r.sdir);
-	if (err)
-		return err;
-	err = get_dir(fs, newdir, &r.ddir);
-	if (!err) {
-		err = rename_dirs(&r);
-		if (!err)
-			err = mfs_sync_if_flagged(r.sdir, true);
-		if (!err && r.ddir != r.sdir)
-			err = mfs_sync_if_flagged(r.ddir, true);
-		mfs_iput(r.ddir);
-	}
-	mfs_iput(r.sdir);
-	atomic_fetch_add(&fs->st.renames, 1);
-	return err;
+	return rename_dirs(&r);
 }

@@ -13,6 +13,7 @@
 #include "mfs_i.h"
 #include "balloc.h"
 #include "icache.h"
+#include "vfs.h"
 #include "xattr.h"
 
 #include <errno.h>
@@ -23,7 +24,6 @@
 #include <unistd.h>
 
 #define XA_NAME_MAX 255u             /* Linux's XATTR_NAME_MAX */
-#define XA_SIZE_MAX 65536u           /* Linux's XATTR_SIZE_MAX */
 /* ---- the two areas, copied ------------------------------------------------- */
 
 struct xa_state {
@@ -43,7 +43,7 @@ static int load_block(struct mfs_node *n, struct xa_state *st)
 	int err;
 
 	if (st->blkno < le32toh(fs->sb.s_first_data_block) || st->blkno >= fs->nblocks)
-		return mfs_error(fs, "inode %" PRIu32 ": xattr block %" PRIu64
+		return mfs_error(fs, "inode %" PRIu64 ": xattr block %" PRIu64
 				 " is outside the filesystem", n->ino, st->blkno);
 	err = mfs_meta_read(fs, st->blkno, &pg);
 	if (err)
@@ -57,7 +57,7 @@ static int load_block(struct mfs_node *n, struct xa_state *st)
 	pc_unlock_page(pg);
 	pc_put_page(pg);
 	if (err)
-		return mfs_error(fs, "inode %" PRIu32 ": %s", n->ino, why);
+		return mfs_error(fs, "inode %" PRIu64 ": %s", n->ino, why);
 	return 0;
 }
 
@@ -82,7 +82,7 @@ static int state_load(struct mfs_node *n, struct xa_state *st)
 	pthread_mutex_unlock(&n->lock);
 	err = fmt_xattr_area_used(st->in, sizeof(st->in), &st->in_used, why, sizeof(why));
 	if (err)
-		err = mfs_error(n->fs, "inode %" PRIu32 ": in-inode xattrs: %s", n->ino, why);
+		err = mfs_error(n->fs, "inode %" PRIu64 ": in-inode xattrs: %s", n->ino, why);
 	if (!err && st->blkno)
 		err = load_block(n, st);
 	if (err)
@@ -296,7 +296,7 @@ int mfs_xattr_drop_block(struct mfs_node *n, struct jnl_handle *h)
 	if (!blk)
 		return 0;
 	if (blk < le32toh(n->fs->sb.s_first_data_block) || blk >= n->fs->nblocks)
-		return mfs_error(n->fs, "inode %" PRIu32 ": xattr block %" PRIu64
+		return mfs_error(n->fs, "inode %" PRIu64 ": xattr block %" PRIu64
 				 " is outside the filesystem", n->ino, blk);
 	err = mfs_free_blocks(n->fs, h, blk, 1, true);
 	if (err)
@@ -323,7 +323,7 @@ static const struct {
 	{ "system.posix_acl_default", MFS_XATTR_INDEX_ACL_DEFAULT, true },
 };
 
-static int parse_name(const char *full, struct mfs_xname *nm)
+int mfs_xattr_parse_name(const char *full, struct mfs_xname *nm)
 {
 	size_t len = strlen(full);
 
@@ -428,69 +428,32 @@ static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
 	return err;
 }
 
-static int change(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		  const char *name, const void *value, size_t size, int flags)
+int mfs_disk_setxattr(struct mfs_node *n, const struct mfs_cred *cr,
+		      const struct mfs_xname *nm, const void *value, size_t size,
+		      int flags)
 {
-	struct mfs_xname nm;
-	struct mfs_node *n;
-	int err;
+	int err = mfs_check_rw(n->fs);
 
-	/* In the order setxattr(2) checks. */
-	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
-		return -EINVAL;
-	err = parse_name(name, &nm);
-	if (!err && value && size > XA_SIZE_MAX)
-		err = -E2BIG;
-	if (!err && mfs_special_ino(ino))
-		err = -EPERM;
-	if (!err)
-		err = mfs_check_rw(fs);
-	if (!err)
-		err = mfs_iget(fs, ino, &n);
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&n->rwsem);
-	err = set_locked(n, cr, &nm, value, size, flags);
+	err = set_locked(n, cr, nm, value, size, flags);
 	pthread_rwlock_unlock(&n->rwsem);
-	mfs_iput(n);
 	return err;
 }
 
-int mfs_setxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		 const char *name, const void *value, size_t size, int flags)
+ssize_t mfs_disk_getxattr(struct mfs_node *n, const struct mfs_cred *cr,
+			  const struct mfs_xname *nm, void *buf, size_t size)
 {
-	return change(fs, cr, ino, name, value ? value : "", size, flags);
-}
-
-int mfs_removexattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		    const char *name)
-{
-	return change(fs, cr, ino, name, NULL, 0, XATTR_REPLACE);
-}
-
-ssize_t mfs_getxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		     const char *name, void *buf, size_t size)
-{
-	struct mfs_xname nm;
-	struct mfs_node *n;
 	ssize_t ret;
-	int err;
 
-	err = parse_name(name, &nm);
-	if (!err && mfs_special_ino(ino))
-		err = -ENODATA;
-	if (!err)
-		err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
 	pthread_rwlock_rdlock(&n->rwsem);
-	ret = may_xattr(n, cr, &nm, false);
-	if (!ret && fmt_xattr_is_acl(nm.index))
-		ret = S_ISLNK(node_mode(n)) ? -EOPNOTSUPP : mfs_acl_get(n, nm.index, buf, size);
+	ret = may_xattr(n, cr, nm, false);
+	if (!ret && fmt_xattr_is_acl(nm->index))
+		ret = S_ISLNK(node_mode(n)) ? -EOPNOTSUPP : mfs_acl_get(n, nm->index, buf, size);
 	else if (!ret)
-		ret = mfs_xattr_get(n, &nm, buf, size);
+		ret = mfs_xattr_get(n, nm, buf, size);
 	pthread_rwlock_unlock(&n->rwsem);
-	mfs_iput(n);
 	return ret;
 }
 
@@ -523,23 +486,16 @@ static void list_area(struct xa_list *l, const uint8_t *p, uint32_t used)
 	}
 }
 
-ssize_t mfs_listxattr(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
-		      char *buf, size_t size)
+ssize_t mfs_disk_listxattr(struct mfs_node *n, const struct mfs_cred *cr,
+			   char *buf, size_t size)
 {
 	struct xa_list l = { size ? buf : NULL, size, 0, is_root(cr) };
 	struct xa_state st;
-	struct mfs_node *n;
 	int err;
 
-	if (mfs_special_ino(ino))
-		return 0;
-	err = mfs_iget(fs, ino, &n);
-	if (err)
-		return err;
 	pthread_rwlock_rdlock(&n->rwsem);
 	err = state_load(n, &st);
 	pthread_rwlock_unlock(&n->rwsem);
-	mfs_iput(n);
 	if (err)
 		return err;
 	list_area(&l, st.in, st.in_used);

@@ -15,6 +15,8 @@ struct mfs_xname {
 	const char *name;            /* after the prefix */
 	size_t len;
 };
+/* The largest value (Linux's XATTR_SIZE_MAX). */
+#define MFS_XATTR_SIZE_MAX 65536u
 /* Journal credits of one change: the inode, the block, and a bitmap and
  * descriptor each for a block freed and one allocated. */
 #define MFS_XATTR_CREDITS 6u

@@ -239,8 +239,11 @@ static void who_may(struct mfs_fs *fs, struct bdev *bd)
 	t_eq(mfs_getxattr(fs, &tf_user, s, "security.x", buf, sizeof(buf)), 1);
 	/* The inodes that live in memory only take none. */
 	t_eq(mfs_setxattr(fs, &tf_root, MFS_REGIONS_DIR_INO, "user.x", "1", 1, 0), -EPERM);
-	t_eq(mfs_getxattr(fs, &tf_root, MFS_REGION_INO(0), "user.x", buf, sizeof(buf)),
+	t_eq(mfs_getxattr(fs, &tf_root, MFS_REGIONS_DIR_INO, "user.x", buf, sizeof(buf)),
 	     -ENODATA);
+	/* A region this filesystem has not is no inode at all. */
+	t_eq(mfs_getxattr(fs, &tf_root, MFS_REGION_INO(0), "user.x", buf, sizeof(buf)),
+	     -ENOENT);
 	t_eq(mfs_setxattr(fs, &tf_root, MFS_CTL_DIR_INO, "user.x", "1", 1, 0), -EPERM);
 	t_eq(mfs_removexattr(fs, &tf_root, MFS_STATS_INO, "user.x"), -EPERM);
 	t_eq(mfs_getxattr(fs, &tf_root, MFS_STATS_INO, "user.x", buf, sizeof(buf)), -ENODATA);

@@ -1,0 +1,269 @@
+/*
+ * vfs.h - the entry layer and the kinds of inodes.
+ *
+ * Every public call of mfs.h that names an inode or an open file starts in
+ * the entry layer (vfs.c, vfs_file.c, vfs_attr.c): it checks the name and
+ * the read-only state, gets the node (vfs_get: the one place that tells an
+ * inode of memory from one of the disk), makes the checks every kind
+ * shares, and then calls the operation of the node's kind.  A kind is a
+ * table of operations, chosen once when the node is made (kinds.c lists
+ * every table):
+ *
+ *   on the disk   directory, the root directory, regular file, symbolic
+ *                 link, device/fifo/socket
+ *   in memory     the control directory and its statistics file
+ *                 (mem_stats.c), the regions directory and its region
+ *                 files (mem_regions.c)
+ *
+ * An operation a kind has no use for is NULL, and the entry layer gives
+ * the errno its comment names.  Open files have a table of their own
+ * (struct mfs_fops), set by the kind's open.
+ */
+#ifndef MISCFS_FS_VFS_H
+#define MISCFS_FS_VFS_H
+
+#include "mfs_i.h"
+#include "pc.h"
+
+struct mfs_xname;
+struct newinode;
+struct mfs_rename;
+
+struct mfs_iops {
+	const char *kind;                /* for messages */
+	/* Whether the calls of @cr may @mask (R_OK, W_OK, X_OK) it: 0 or
+	 * -EACCES.  Every kind has one. */
+	int (*permission)(struct mfs_node *n, const struct mfs_cred *cr, int mask);
+	/* Directories: what a create (@create) or a removal or rename of
+	 * @name in @dir gets from the kind before anything else: 0 to go
+	 * on.  NULL: every name goes on. */
+	int (*refuse)(struct mfs_node *dir, const char *name, bool create);
+	/* The node @name (not ".") names in @dir, referenced; the caller
+	 * checked X_OK on @dir.  NULL: -ENOTDIR. */
+	int (*lookup)(struct mfs_node *dir, const struct mfs_cred *cr,
+		      const char *name, size_t len, struct mfs_node **out);
+	/* Names on the disk; NULL: -ENOTDIR. */
+	int (*create)(struct mfs_node *dir, const struct mfs_cred *cr,
+		      const char *name, size_t len, const struct newinode *ni,
+		      struct mfs_node **out);
+	int (*link)(struct mfs_node *dir, const struct mfs_cred *cr,
+		    const char *name, size_t len, struct mfs_node *n);
+	int (*unlink)(struct mfs_node *dir, const struct mfs_cred *cr,
+		      const char *name, size_t len, bool rmdir);
+	int (*rename)(struct mfs_rename *r);
+	/* May this inode get another name (link(2))?  Else -EPERM. */
+	bool linkable;
+	/* Entries from position @off (mfs_readdir); NULL: -ENOTDIR. */
+	int (*readdir)(struct mfs_node *dir, uint64_t off, bool plus,
+		       mfs_filldir_t fill, void *ctx);
+	/* NULL: -EPERM. */
+	int (*setattr)(struct mfs_node *n, const struct mfs_cred *cr,
+		       const struct mfs_setattr *sa);
+	int (*set_flags)(struct mfs_node *n, const struct mfs_cred *cr,
+			 uint32_t flags);
+	/* Sets f->fops and what the file keeps; NULL: -EISDIR. */
+	int (*open)(struct mfs_node *n, const struct mfs_cred *cr, int flags,
+		    struct mfs_file *f);
+	/* NULL: nothing to write, 0. */
+	int (*fsync)(struct mfs_node *n, bool datasync);
+	/* NULL: -EINVAL. */
+	ssize_t (*readlink)(struct mfs_node *n, char *buf, size_t size);
+	/* Extended attributes; NULL: none, and none taken (get -ENODATA,
+	 * set and remove -EPERM, list empty). */
+	ssize_t (*getxattr)(struct mfs_node *n, const struct mfs_cred *cr,
+			    const struct mfs_xname *nm, void *buf, size_t size);
+	int (*setxattr)(struct mfs_node *n, const struct mfs_cred *cr,
+			const struct mfs_xname *nm, const void *value,
+			size_t size, int flags);
+	ssize_t (*listxattr)(struct mfs_node *n, const struct mfs_cred *cr,
+			     char *buf, size_t size);
+};
+
+/* An open file of any kind.  @n is referenced while it is open. */
+struct mfs_file {
+	struct mfs_node *n;
+	const struct mfs_fops *fops;
+	int flags;
+	/* Files on the disk: their readahead. */
+	pthread_mutex_t ra_lock;
+	struct pc_ra_state ra;
+	/* The statistics file: its text, made at open. */
+	char *text;
+	size_t text_len;
+};
+
+struct mfs_fops {
+	/* Reads bypass any cache of the caller (mfs_file_direct). */
+	bool direct;
+	ssize_t (*read)(struct mfs_file *f, void *buf, size_t size, uint64_t off);
+	/* NULL: -EBADF. */
+	ssize_t (*write)(struct mfs_file *f, const struct mfs_cred *cr,
+			 const void *buf, size_t size, uint64_t off,
+			 unsigned int flags);
+	/* SEEK_DATA or SEEK_HOLE; NULL: -EINVAL. */
+	int (*lseek)(struct mfs_file *f, uint64_t off, int whence, uint64_t *out);
+	/* After the checks of mfs_fallocate; NULL: -ENODEV. */
+	int (*fallocate)(struct mfs_file *f, const struct mfs_cred *cr, int mode,
+			 uint64_t off, uint64_t len);
+	/* Between two files of this table, after the checks of
+	 * mfs_copy_file_range; NULL: -EINVAL. */
+	ssize_t (*copy_range)(const struct mfs_cred *cr, struct mfs_file *in,
+			      uint64_t off_in, struct mfs_file *out,
+			      uint64_t off_out, size_t len);
+	/* What the file kept goes; NULL: nothing kept. */
+	void (*release)(struct mfs_file *f);
+};
+
+/* ---- the entry layer (vfs.c) --------------------------------------------- */
+
+/* The node of @ino, of the disk or of memory, referenced. */
+int vfs_get(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
+/* R_OK, W_OK or both, as an open with @flags may read or write. */
+int mfs_open_mask(int flags);
+/* Create @name in @dirino; *@keep, unless NULL, gets the node referenced. */
+int mfs_create_node(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
+		    const char *name, const struct newinode *ni, struct stat *st,
+		    uint64_t *gen, struct mfs_node **keep);
+
+/* ---- the kinds (kinds.c) ------------------------------------------------- */
+
+extern const struct mfs_iops mfs_dir_iops, mfs_root_iops, mfs_file_iops,
+	mfs_symlink_iops, mfs_special_iops;
+extern const struct mfs_iops mfs_ctl_dir_iops, mfs_stats_iops,
+	mfs_regions_dir_iops, mfs_region_iops;
+extern const struct mfs_fops mfs_disk_fops, mfs_stats_fops, mfs_region_fops;
+
+/* The kind of disk inode @ino as @raw says it is. */
+const struct mfs_iops *mfs_disk_kind(uint64_t ino, const struct mfs_inode *raw);
+
+/* ---- what the kinds on the disk do (namei.c, rename.c, attr.c, file.c,
+ *      falloc.c, flags.c, xattr.c) ---------------------------------------- */
+
+struct newinode {
+	mode_t mode;
+	dev_t rdev;
+	const char *target;          /* symlinks */
+	size_t tlen;
+};
+
+/* rename(2), both directories referenced and refused nothing. */
+struct mfs_rename {
+	struct mfs_node *sdir, *ddir;
+	const char *sname, *dname;
+	size_t slen, dlen;
+	unsigned int flags;
+	const struct mfs_cred *cr;
+};
+
+int mfs_dir_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, struct mfs_node **out);
+int mfs_dir_create(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, const struct newinode *ni,
+		   struct mfs_node **out);
+int mfs_dir_link(struct mfs_node *dir, const struct mfs_cred *cr,
+		 const char *name, size_t len, struct mfs_node *n);
+int mfs_dir_unlink(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, bool rmdir);
+int mfs_dir_rename(struct mfs_rename *r);
+int mfs_dir_readdir(struct mfs_node *dir, uint64_t off, bool plus,
+		    mfs_filldir_t fill, void *ctx);
+ssize_t mfs_symlink_read(struct mfs_node *n, char *buf, size_t size);
+
+int mfs_disk_setattr(struct mfs_node *n, const struct mfs_cred *cr,
+		     const struct mfs_setattr *sa);
+int mfs_disk_set_flags(struct mfs_node *n, const struct mfs_cred *cr,
+		       uint32_t flags);
+int mfs_disk_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
+		  struct mfs_file *f);
+/* @f, new, is open on its node (the open's checks made, or a create). */
+void mfs_disk_opened(struct mfs_file *f);
+/* fsync of @n: its pages home, its last transaction committed. */
+int mfs_fsync_node(struct mfs_node *n, bool datasync);
+/* fallocate(2) knows @mode. */
+bool mfs_falloc_mode_ok(int mode);
+
+ssize_t mfs_disk_getxattr(struct mfs_node *n, const struct mfs_cred *cr,
+			  const struct mfs_xname *nm, void *buf, size_t size);
+int mfs_disk_setxattr(struct mfs_node *n, const struct mfs_cred *cr,
+		      const struct mfs_xname *nm, const void *value, size_t size,
+		      int flags);
+ssize_t mfs_disk_listxattr(struct mfs_node *n, const struct mfs_cred *cr,
+			   char *buf, size_t size);
+/* The name of an xattr call split into its space and the rest; -EOPNOTSUPP
+ * for a space miscfs does not know, -ERANGE for a name too long. */
+int mfs_xattr_parse_name(const char *name, struct mfs_xname *nm);
+
+ssize_t mfs_disk_read(struct mfs_file *f, void *buf, size_t size, uint64_t off);
+ssize_t mfs_disk_write(struct mfs_file *f, const struct mfs_cred *cr,
+		       const void *buf, size_t size, uint64_t off,
+		       unsigned int flags);
+int mfs_disk_lseek(struct mfs_file *f, uint64_t off, int whence, uint64_t *out);
+int mfs_disk_fallocate(struct mfs_file *f, const struct mfs_cred *cr, int mode,
+		       uint64_t off, uint64_t len);
+ssize_t mfs_disk_copy_range(const struct mfs_cred *cr, struct mfs_file *in,
+			    uint64_t off_in, struct mfs_file *out,
+			    uint64_t off_out, size_t len);
+void mfs_disk_release(struct mfs_file *f);
+
+/* ---- the inodes of memory (mem.c, mem_stats.c, mem_regions.c) ------------ */
+
+/*
+ * The inode of memory @ino, referenced: 0; -ENOENT for a number of theirs
+ * that names nothing now (a region not shown); 1 when @ino is not one of
+ * theirs.
+ */
+int mfs_mem_get(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
+/* At mount, once the regions are loaded; and at unmount. */
+int mfs_mem_create(struct mfs_fs *fs);
+void mfs_mem_destroy(struct mfs_fs *fs);
+/* The root's kind: the disk directory, and the two directories of
+ * memory found by lookup in it. */
+int mfs_root_refuse(struct mfs_node *dir, const char *name, bool create);
+int mfs_root_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
+		    const char *name, size_t len, struct mfs_node **out);
+int mfs_root_readdir(struct mfs_node *dir, uint64_t off, bool plus,
+		     mfs_filldir_t fill, void *ctx);
+
+/* What the kinds of memory share (mem.c). */
+int mfs_mem_ro_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
+int mfs_mem_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
+int mfs_mem_dir_refuse(struct mfs_node *dir, const char *name, bool create);
+int mfs_mem_parent(struct mfs_node *dir, struct mfs_node **out);
+int mfs_mem_fill(struct mfs_node *n, const char *name, uint64_t next, bool plus,
+		 mfs_filldir_t fill, void *ctx);
+
+/* mem_stats.c */
+int mfs_ctl_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
+		   const char *name, size_t len, struct mfs_node **out);
+int mfs_ctl_readdir(struct mfs_node *dir, uint64_t off, bool plus,
+		    mfs_filldir_t fill, void *ctx);
+int mfs_stats_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
+		   struct mfs_file *f);
+ssize_t mfs_stats_read(struct mfs_file *f, void *buf, size_t size, uint64_t off);
+void mfs_stats_release(struct mfs_file *f);
+
+/* mem_regions.c: the table, loaded at mount, and its files */
+int mfs_regions_load(struct mfs_fs *fs);
+int mfs_regions_sync(struct mfs_fs *fs);       /* msync every region */
+void mfs_regions_unmap(struct mfs_fs *fs);
+bool mfs_regions_present(struct mfs_fs *fs);   /* any region shown */
+/* Entry @i of the table is shown; its size, and the bytes mapped for it. */
+bool mfs_region_shown(struct mfs_fs *fs, uint32_t i);
+uint64_t mfs_region_bytes(struct mfs_fs *fs, uint32_t i);
+uint64_t mfs_region_mapped(struct mfs_fs *fs, uint32_t i);
+int mfs_regions_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
+		       const char *name, size_t len, struct mfs_node **out);
+int mfs_regions_readdir(struct mfs_node *dir, uint64_t off, bool plus,
+			mfs_filldir_t fill, void *ctx);
+int mfs_region_setattr(struct mfs_node *n, const struct mfs_cred *cr,
+		       const struct mfs_setattr *sa);
+int mfs_region_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
+		    struct mfs_file *f);
+int mfs_region_fsync(struct mfs_node *n, bool datasync);
+ssize_t mfs_region_read(struct mfs_file *f, void *buf, size_t size, uint64_t off);
+ssize_t mfs_region_write(struct mfs_file *f, const struct mfs_cred *cr,
+			 const void *buf, size_t size, uint64_t off,
+			 unsigned int flags);
+int mfs_region_lseek(struct mfs_file *f, uint64_t off, int whence, uint64_t *out);
+
+#endif /* MISCFS_FS_VFS_H */
