@@ -11,7 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mfs_error(struct mfs_fs *fs, const char *fmt, ...)
+static void count_error(struct mfs_fs *fs, const char *func)
+{
+	atomic_fetch_add(&fs->st.errors, 1);
+	pthread_mutex_lock(&fs->error_lock);
+	for (unsigned int i = 0; i < MFS_ERROR_FUNCS; i++) {
+		if (fs->error_at[i].func && fs->error_at[i].func != func)
+			continue;
+		fs->error_at[i].func = func;
+		fs->error_at[i].count++;
+		break;
+	}
+	pthread_mutex_unlock(&fs->error_lock);
+}
+
+int mfs_error_at(struct mfs_fs *fs, const char *func, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -19,7 +33,8 @@ int mfs_error(struct mfs_fs *fs, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	mlog_err("%s", line);
+	mlog_err("%s: %s", func, line);
+	count_error(fs, func);
 	atomic_store(&fs->had_error, true);
 	if (fs->opts.errors == MFS_ERRORS_RO && !atomic_exchange(&fs->ro, true))
 		mlog_err("errors=remount-ro: the filesystem is now read-only");
@@ -108,14 +123,15 @@ int mfs_meta_dirty(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 	return jnl_dirty(h, blk);
 }
 
-int mfs_jstart(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h)
+int mfs_jstart_by(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h,
+		  const char *caller)
 {
 	int err = mfs_check_rw(fs);
 
 	if (err)
 		return err;
 	atomic_fetch_add(&fs->st.handles, 1);
-	return jnl_start(fs->j, credits, h);
+	return jnl_start_by(fs->j, credits, h, caller);
 }
 
 int mfs_jstop(struct mfs_fs *fs, struct jnl_handle *h, int err)

@@ -26,7 +26,7 @@
  *   metadata page locks   pages of fs->meta (bitmaps, inode tables,
  *                         descriptors, indirect blocks, the superblock)
  *   node->lock, fs->count_lock, fs->pend_lock,
- *   fs->icache_lock,
+ *   fs->icache_lock, fs->error_lock,
  *   fs->dh_list_lock      leaves: held for a few instructions, never while
  *                         sleeping on anything above (under dh_list_lock
  *                         another directory's dh_lock is only tried)
@@ -59,6 +59,8 @@ struct mfs_group {
 };
 
 struct mfs_node;
+
+#define MFS_ERROR_FUNCS 16u
 
 struct mfs_fs {
 	struct bdev *bd;
@@ -146,7 +148,15 @@ struct mfs_fs {
 		_Atomic uint64_t dir_checked, dir_bad, handles, fsyncs;
 		_Atomic uint64_t dirhash_builds, dirhash_hits, dirhash_drops;
 		_Atomic uint64_t dir_scans;  /* directory blocks walked */
+		_Atomic uint64_t errors;     /* damage met (mfs_error) */
 	} st;
+	/* Damage met (mfs_error) by the function that met it, for the
+	 * statistics: the first MFS_ERROR_FUNCS functions. */
+	pthread_mutex_t error_lock;      /* leaf: the table below */
+	struct {
+		const char *func;
+		uint64_t count;
+	} error_at[MFS_ERROR_FUNCS];
 };
 
 /* ---- inodes in memory ---------------------------------------------------- */
@@ -229,8 +239,10 @@ void mfs_now(struct timespec *ts);
 /* Log a line naming what is damaged, mark the superblock on the disk
  * with errors; with errors=remount-ro the filesystem stops writing.
  * Returns -EUCLEAN for "return mfs_error(..)". */
-int mfs_error(struct mfs_fs *fs, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int mfs_error_at(struct mfs_fs *fs, const char *func, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The line starts with the function that found the damage, as ext4's. */
+#define mfs_error(fs, ...) mfs_error_at(fs, __func__, __VA_ARGS__)
 /* mount.c: MFS_STATE_ERRORS to the superblock on the disk, once; callable
  * under any lock (it takes only the leaf sb_io_lock). */
 void mfs_error_record(struct mfs_fs *fs);
@@ -253,7 +265,10 @@ struct mfs_group_desc *mfs_gdesc(struct mfs_fs *fs, uint32_t g,
 				 struct pc_page **pg);
 int mfs_gdt_load(struct mfs_fs *fs);
 void mfs_gdt_put(struct mfs_fs *fs);
-int mfs_jstart(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h);
+int mfs_jstart_by(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h,
+		  const char *caller);
+/* The handle is counted by the function that starts it (jnl_start). */
+#define mfs_jstart(fs, credits, h) mfs_jstart_by(fs, credits, h, __func__)
 int mfs_jstop(struct mfs_fs *fs, struct jnl_handle *h, int err);
 /* Superblock fields changed under a handle (the orphan head). */
 int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h);

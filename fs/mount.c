@@ -476,6 +476,7 @@ static struct mfs_fs *fs_alloc(struct bdev *bd, const struct mfs_mount_opts *opt
 	atomic_store(&fs->next_gen, seed * 2654435761u);
 	dirhash_init(fs);
 	pthread_mutex_init(&fs->stats_lock, NULL);
+	pthread_mutex_init(&fs->error_lock, NULL);
 	mfs_now(&fs->mounted_at);
 	return fs;
 }

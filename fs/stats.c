@@ -114,6 +114,38 @@ static void jnl_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "jnl_copy_bytes_held", st.copy_bytes_held);
 }
 
+#define CALLERS_SHOWN 8u
+
+/* "PREFIX_FUNC: value", a function's name making the key. */
+static void put_at(struct out *o, const char *prefix, const char *func, uint64_t v)
+{
+	char key[160];
+
+	snprintf(key, sizeof(key), "%s_%s", prefix, func);
+	put(o, key, v);
+}
+
+/* The damage met by the function that met it, and the handles held
+ * longest by the function that started them, as ext4 names the function
+ * of an error and jbd2's statistics show its handles. */
+static void caller_stats(struct mfs_fs *fs, struct out *o)
+{
+	struct jnl_caller_stats c[CALLERS_SHOWN];
+	unsigned int n = fs->j ? jnl_get_caller_stats(fs->j, c, CALLERS_SHOWN) : 0;
+
+	put(o, "fs_errors", LOAD(fs->st.errors));
+	pthread_mutex_lock(&fs->error_lock);
+	for (unsigned int i = 0; i < MFS_ERROR_FUNCS && fs->error_at[i].func; i++)
+		put_at(o, "fs_errors_in", fs->error_at[i].func, fs->error_at[i].count);
+	pthread_mutex_unlock(&fs->error_lock);
+	for (unsigned int i = 0; i < n; i++) {
+		put_at(o, "jnl_handle_max_us", c[i].caller, c[i].held_ns_max / 1000);
+		put_at(o, "jnl_handle_mean_us", c[i].caller,
+		       c[i].held_ns_total / c[i].handles / 1000);
+		put_at(o, "jnl_handles", c[i].caller, c[i].handles);
+	}
+}
+
 /* The source's lines after ours; the source is called under stats_lock
  * so that it is not removed while it runs. */
 static void source_stats(struct mfs_fs *fs, struct out *o)
@@ -137,6 +169,7 @@ size_t mfs_stats_format(struct mfs_fs *fs, char *buf, size_t size)
 	dir_stats(fs, &o);
 	cache_stats(fs, &o);
 	jnl_stats(fs, &o);
+	caller_stats(fs, &o);
 	source_stats(fs, &o);
 	return o.len;
 }

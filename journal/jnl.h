@@ -179,6 +179,15 @@ struct jnl_handle {
 	uint32_t h_credits;           /* blocks the caller reserved */
 	uint32_t h_used;              /* blocks it has added so far */
 	int h_err;
+	const char *h_caller;         /* the function that started it */
+	uint64_t h_start_ns;
+};
+
+/* Handles by the function that started them: how many stopped, and how
+ * long each was held from its start to its stop, in all and at most. */
+struct jnl_caller_stats {
+	const char *caller;
+	uint64_t handles, held_ns_total, held_ns_max;
 };
 
 struct jnl_stats {
@@ -212,7 +221,11 @@ int jnl_close(struct jnl *j);
  * request larger than one transaction may ever be, and with -EIO when the
  * journal has been aborted by an I/O error.
  */
-int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h);
+int jnl_start_by(struct jnl *j, uint32_t credits, struct jnl_handle *h,
+		 const char *caller);
+/* @caller is the function that calls: messages about the handle name it,
+ * and the statistics by caller count it. */
+#define jnl_start(j, credits, h) jnl_start_by(j, credits, h, __func__)
 /* The most credits one handle may ask for: a small log, or a small cache
  * the journal may pin only half of, makes it smaller. */
 uint32_t jnl_max_credits(const struct jnl *j);
@@ -289,6 +302,12 @@ bool jnl_flushed_since(struct jnl *j, uint64_t mark);
 int jnl_checkpoint(struct jnl *j);
 
 void jnl_get_stats(struct jnl *j, struct jnl_stats *st);
+/* The callers whose handles were held longest (by the longest one) first:
+ * up to @max of them into @out; returns how many.  The first
+ * JNL_CALLERS functions to start a handle are counted. */
+#define JNL_CALLERS 64u
+unsigned int jnl_get_caller_stats(struct jnl *j, struct jnl_caller_stats *out,
+				  unsigned int max);
 
 /* ---- recovery ------------------------------------------------------------ */
 

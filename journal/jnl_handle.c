@@ -195,7 +195,8 @@ uint32_t jnl_max_credits(const struct jnl *j)
 	return j->j_max_tx;
 }
 
-int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
+int jnl_start_by(struct jnl *j, uint32_t credits, struct jnl_handle *h,
+		 const char *caller)
 {
 	int err;
 
@@ -203,11 +204,13 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle *h)
 	memset(h, 0, sizeof(*h));
 	h->h_journal = j;
 	h->h_credits = credits;
+	h->h_caller = caller;
 	if (credits > j->j_max_tx) {
-		mlog_err("a handle asks for %" PRIu32 " blocks; one transaction of "
-			 "this journal holds at most %" PRIu32, credits, j->j_max_tx);
+		mlog_err("%s: a handle asks for %" PRIu32 " blocks; one transaction of "
+			 "this journal holds at most %" PRIu32, caller, credits, j->j_max_tx);
 		return -ENOSPC;
 	}
+	h->h_start_ns = ut_now_ns();
 	pthread_mutex_lock(&j->j_lock);
 	err = join_running(j, credits, &h->h_tx);
 	if (!err) {
@@ -246,13 +249,45 @@ static void return_credits(struct jnl *j, struct jnl_handle *h)
 	j->j_reserved -= shrink;
 }
 
+/* The slot of @caller in j_callers, or NULL once the table is full. */
+static struct jnl_caller_stats *caller_slot(struct jnl *j, const char *caller)
+{
+	uintptr_t start = ((uintptr_t)caller >> 3) % JNL_CALLERS;
+
+	for (unsigned int i = 0; i < JNL_CALLERS; i++) {
+		struct jnl_caller_stats *c = &j->j_callers[(start + i) % JNL_CALLERS];
+
+		if (c->caller == caller || !c->caller) {
+			c->caller = caller;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* j_lock held. */
+static void count_caller(struct jnl *j, const struct jnl_handle *h, uint64_t now)
+{
+	struct jnl_caller_stats *c = h->h_caller ? caller_slot(j, h->h_caller) : NULL;
+	uint64_t held = now - h->h_start_ns;
+
+	if (!c)
+		return;
+	c->handles++;
+	c->held_ns_total += held;
+	c->held_ns_max = UT_MAX(c->held_ns_max, held);
+}
+
 int jnl_stop(struct jnl_handle *h)
 {
 	struct jnl *j = h->h_journal;
+	uint64_t now;
 
 	if (!h->h_tx)
 		return h->h_err ? h->h_err : -EINVAL;
+	now = ut_now_ns();
 	pthread_mutex_lock(&j->j_lock);
+	count_caller(j, h, now);
 	return_credits(j, h);
 	if (--h->h_tx->t_updates == 0)
 		pthread_cond_broadcast(&j->j_wait_updates);
@@ -313,8 +348,8 @@ static int join_buf(struct jnl_handle *h, struct jnl_buf *jb)
 static int credits_error(struct jnl_handle *h, int err)
 {
 	if (err == -ENOSPC)
-		mlog_err("handle of transaction %" PRIu32 " used up its %" PRIu32
-			 " credits", h->h_tid, h->h_credits);
+		mlog_err("%s: its handle of transaction %" PRIu32 " used up its %"
+			 PRIu32 " credits", h->h_caller, h->h_tid, h->h_credits);
 	return err ? handle_error(h, err) : 0;
 }
 
@@ -458,8 +493,8 @@ int jnl_revoke(struct jnl_handle *h, uint64_t home)
 	if (!h->h_tx)
 		return -EINVAL;
 	if (h->h_used >= h->h_credits) {
-		mlog_err("handle of transaction %" PRIu32 " used up its %" PRIu32
-			 " credits", h->h_tid, h->h_credits);
+		mlog_err("%s: its handle of transaction %" PRIu32 " used up its %"
+			 PRIu32 " credits", h->h_caller, h->h_tid, h->h_credits);
 		return handle_error(h, -ENOSPC);
 	}
 	pthread_mutex_lock(&j->j_lock);

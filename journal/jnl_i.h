@@ -144,6 +144,9 @@ struct jnl {
 	                                    copies of blocks; its lock is a
 	                                    leaf, taken under j_lock */
 	struct jnl_stats j_stats;
+	/* By caller (jnl_handle.c), open addressing on the name's address;
+	 * j_lock. */
+	struct jnl_caller_stats j_callers[JNL_CALLERS];
 
 	pthread_mutex_t j_cp_mutex;      /* one checkpointer at a time;
 	                                    before page locks */

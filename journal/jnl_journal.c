@@ -340,6 +340,30 @@ void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
 	ut_pool_usage(&j->j_copies, &st->copy_bytes, &st->copy_bytes_held);
 }
 
+static int by_longest(const void *a, const void *b)
+{
+	const struct jnl_caller_stats *x = a, *y = b;
+
+	return (x->held_ns_max < y->held_ns_max) - (x->held_ns_max > y->held_ns_max);
+}
+
+unsigned int jnl_get_caller_stats(struct jnl *j, struct jnl_caller_stats *out,
+				  unsigned int max)
+{
+	struct jnl_caller_stats all[JNL_CALLERS];
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&j->j_lock);
+	for (unsigned int i = 0; i < JNL_CALLERS; i++)
+		if (j->j_callers[i].handles)
+			all[n++] = j->j_callers[i];
+	pthread_mutex_unlock(&j->j_lock);
+	qsort(all, n, sizeof(all[0]), by_longest);
+	n = UT_MIN(n, max);
+	memcpy(out, all, n * sizeof(all[0]));
+	return n;
+}
+
 /* ---- open and close ------------------------------------------------------ */
 
 static int load_sb(struct jnl *j, struct bdev *bd, const uint64_t *map,

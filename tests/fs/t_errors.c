@@ -86,6 +86,23 @@ static uint64_t stat_value(struct mfs_fs *fs, const char *key)
 	return strtoull(p + strlen(key) + 2, NULL, 10);
 }
 
+/* The one error logged names the function that met it first, and the
+ * statistics count it there. */
+static void check_error_named(struct mfs_fs *fs)
+{
+	char func[64], key[96];
+	const char *log = tf_log();
+	size_t len = strcspn(log, ": ");
+
+	t_assert(len && len < sizeof(func) && !strncmp(log + len, ": ", 2),
+		 "no function first: %s", log);
+	memcpy(func, log, len);
+	func[len] = '\0';
+	t_eq(stat_value(fs, "fs_errors"), 1);
+	snprintf(key, sizeof(key), "fs_errors_in_%s", func);
+	t_eq(stat_value(fs, key), 1);
+}
+
 /* The root's first block damaged: the lookup that finds it marks the
  * superblock on the disk before it returns. */
 static void test_damage(void)
@@ -112,6 +129,7 @@ static void test_damage(void)
 	t_eq(mfs_lookup(fs, &tf_root, MFS_ROOT_INO, "lost+found", &st, NULL), -EIO);
 	tf_log_release();
 	t_assert(disk_errors(bd), "the damage is not on the disk");
+	check_error_named(fs);
 	t_ok(fmt_sb_load(bd, &sb, &copy));   /* checksum good, primary used */
 	t_eq(copy, 0);
 	t_assert(strstr(tf_log(), "remount-ro"), "s_errors ignored: %s", tf_log());

@@ -4,6 +4,8 @@
  * ordered data, wrapping with checkpoints, close, and I/O errors.
  */
 #include <endian.h>
+#include <inttypes.h>
+#include <unistd.h>
 
 #include "t_jnl.h"
 #include "util.h"
@@ -84,6 +86,77 @@ static void test_limits(void)
 	t_eq(jnl_stop(&h), -ENOSPC);
 	tj_teardown(&t);
 	printf("ok: credit limits\n");
+}
+
+static char logged[1024];
+
+static void keep_line(enum mlog_level level, const char *line, void *arg)
+{
+	(void)level;
+	(void)arg;
+	snprintf(logged, sizeof(logged), "%s", line);
+}
+
+/* Two callers, one of which holds its handles longer. */
+static void quick_caller(struct tj *t)
+{
+	struct jnl_handle h;
+
+	t_ok(jnl_start(t->j, 1, &h));
+	t_ok(jnl_stop(&h));
+}
+
+static void slow_caller(struct tj *t)
+{
+	struct jnl_handle h;
+
+	t_ok(jnl_start(t->j, 1, &h));
+	usleep(20000);
+	t_ok(jnl_stop(&h));
+}
+
+/* Each handle is counted by the function that started it; the callers
+ * that held one longest come first, and a handle that overruns its
+ * credits is named by its caller. */
+static void test_callers(void)
+{
+	struct jnl_caller_stats c[4];
+	struct jnl_handle h;
+	struct tj t;
+	unsigned int n;
+
+	setup(&t);
+	for (int i = 0; i < 3; i++)
+		quick_caller(&t);
+	slow_caller(&t);
+	n = jnl_get_caller_stats(t.j, c, 4);
+	t_eq(n, 2);
+	t_assert(!strcmp(c[0].caller, "slow_caller") && !strcmp(c[1].caller, "quick_caller"),
+		 "order: %s, %s", c[0].caller, c[1].caller);
+	t_eq(c[0].handles, 1);
+	t_eq(c[1].handles, 3);
+	t_assert(c[0].held_ns_max >= 20000000 && c[0].held_ns_max >= c[1].held_ns_max,
+		 "slow held %" PRIu64 " ns, quick %" PRIu64, c[0].held_ns_max,
+		 c[1].held_ns_max);
+	t_assert(c[1].held_ns_total >= c[1].held_ns_max, "total below max");
+	t_eq(jnl_get_caller_stats(t.j, c, 1), 1);
+	t_assert(!strcmp(c[0].caller, "slow_caller"), "first: %s", c[0].caller);
+
+	mlog_set_sink(keep_line, NULL);
+	t_ok(jnl_start(t.j, 1, &h));
+	tj_write(&t, &h, 20, 1);
+	{
+		struct pc_page *pg;
+
+		t_ok(pc_read_cache_page(t.meta, 21, &pg));
+		t_eq(jnl_get_write_access(&h, pg, 21), -ENOSPC);
+		pc_put_page(pg);
+	}
+	t_eq(jnl_stop(&h), -ENOSPC);
+	mlog_set_sink(NULL, NULL);
+	t_assert(strstr(logged, "test_callers: its handle"), "log: %s", logged);
+	tj_teardown(&t);
+	printf("ok: handles by caller\n");
 }
 
 /*
@@ -479,4 +552,5 @@ static void test_hooks(void)
 T_MAIN_SETUP(mlog_set_level(MLOG_ERR), T_CASE(test_limits), T_CASE(test_fsync_scope),
 	     T_CASE(test_wrap), T_CASE(test_pin_limit), T_CASE(test_commit_and_recover),
 	     T_CASE(test_escape_and_big), T_CASE(test_unused_credits), T_CASE(test_revoke),
-	     T_CASE(test_ordered), T_CASE(test_io_error), T_CASE(test_hooks))
+	     T_CASE(test_ordered), T_CASE(test_io_error), T_CASE(test_hooks),
+	     T_CASE(test_callers))
