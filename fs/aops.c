@@ -49,30 +49,31 @@ static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
  * newest bytes are still only in the journal is filled from there.  The
  * batch array is the caller's, which puts every page after the call. */
 static int node_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-			  unsigned int n)
+			  unsigned int n, const struct pc_rdc *rdc)
 {
 	struct mfs_node *node = ctx;
 	unsigned int from = 0;
 	int err = 0, e;
 
 	if (!atomic_load(&node->jdata) || !node->fs->j)
-		return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n);
+		return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n,
+					  rdc);
 	for (unsigned int i = 0; i < n; i++) {
 		if (!mfs_jdata_read_page(node, pages[i]))
 			continue;
 		e = i > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
-						  pages + from, i - from) : 0;
+						  pages + from, i - from, rdc) : 0;
 		err = err ? err : e;
 		from = i + 1;
 	}
 	e = n > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
-					  pages + from, n - from) : 0;
+					  pages + from, n - from, rdc) : 0;
 	return err ? err : e;
 }
 
 static int node_readpage(void *ctx, struct pc_page *page)
 {
-	return node_readpages(ctx, pc_page_mapping(page), &page, 1);
+	return node_readpages(ctx, pc_page_mapping(page), &page, 1, NULL);
 }
 
 static int node_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
@@ -82,7 +83,7 @@ static int node_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pag
 
 	if (atomic_load(&node->jdata))
 		return mfs_jdata_writepages(node, pages, n, wbc);
-	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n);
+	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n, wbc);
 }
 
 static int node_set_page_dirty(void *ctx, struct pc_page *page)

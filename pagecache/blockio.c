@@ -30,7 +30,8 @@ struct pc_bio {
 struct bio_batch {
 	struct bdev *bd;
 	bool write;
-	bool wait;                   /* the caller waits for it at once */
+	bool wait;                   /* the caller waits for it at once
+	                                (pc_rdc, pc_wbc: wait_now) */
 	struct bdev_req **reqs;
 	unsigned int nreqs;
 	struct pc_page *run[MAX_RUN];
@@ -195,7 +196,7 @@ static int submit_wait(struct bio_batch *bb)
 
 static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 		    struct pc_mapping *m, struct pc_page **pages,
-		    unsigned int n, bool write)
+		    unsigned int n, bool write, bool wait)
 {
 	struct bio_batch *bb;
 	int rc;
@@ -212,7 +213,7 @@ static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 	}
 	bb->bd = bd;
 	bb->write = write;
-	bb->wait = pc_io_waits;
+	bb->wait = wait;
 	for (unsigned int i = 0; i < n; i++)
 		one_page(bb, map, ctx, m, pages[i]);
 	close_run(bb);
@@ -225,16 +226,16 @@ static int do_batch(struct bdev *bd, pc_block_map_fn map, void *ctx,
 
 int pc_block_readpages(struct bdev *bd, pc_block_map_fn map, void *ctx,
 		       struct pc_mapping *m, struct pc_page **pages,
-		       unsigned int n)
+		       unsigned int n, const struct pc_rdc *rdc)
 {
-	return do_batch(bd, map, ctx, m, pages, n, false);
+	return do_batch(bd, map, ctx, m, pages, n, false, rdc && rdc->wait_now);
 }
 
 int pc_block_writepages(struct bdev *bd, pc_block_map_fn map, void *ctx,
 			struct pc_mapping *m, struct pc_page **pages,
-			unsigned int n)
+			unsigned int n, const struct pc_wbc *wbc)
 {
-	return do_batch(bd, map, ctx, m, pages, n, true);
+	return do_batch(bd, map, ctx, m, pages, n, true, wbc && wbc->wait_now);
 }
 
 int pc_block_map_identity(void *ctx, struct pc_mapping *m, uint64_t index,
@@ -252,22 +253,23 @@ int pc_block_map_identity(void *ctx, struct pc_mapping *m, uint64_t index,
 static int identity_readpage(void *ctx, struct pc_page *page)
 {
 	return pc_block_readpages(ctx, pc_block_map_identity, NULL,
-				  pc_page_mapping(page), &page, 1);
+				  pc_page_mapping(page), &page, 1, NULL);
 }
 
 static int identity_readpages(void *ctx, struct pc_mapping *m,
-			      struct pc_page **pages, unsigned int n)
+			      struct pc_page **pages, unsigned int n,
+			      const struct pc_rdc *rdc)
 {
-	return pc_block_readpages(ctx, pc_block_map_identity, NULL, m, pages, n);
+	return pc_block_readpages(ctx, pc_block_map_identity, NULL, m, pages, n,
+				  rdc);
 }
 
 static int identity_writepages(void *ctx, struct pc_mapping *m,
 			       struct pc_page **pages, unsigned int n,
 			       const struct pc_wbc *wbc)
 {
-	(void)wbc;
 	return pc_block_writepages(ctx, pc_block_map_identity, NULL, m, pages,
-				   n);
+				   n, wbc);
 }
 
 const struct pc_mapping_ops pc_identity_ops = {

@@ -222,12 +222,30 @@ enum pc_wb_reason {
 	PC_WB_SYNC,       /* pc_write_and_wait_range / pc_sync_mapping / ... */
 };
 
-/* What a writeback pass asks of the owner. */
+/*
+ * What a writeback pass asks of the owner, for one batch.  The owner
+ * passes it on to pc_block_writepages.
+ */
 struct pc_wbc {
 	enum pc_wb_reason reason;
 	bool sync;        /* data integrity: the caller will wait for it */
+	bool wait_now;    /* the caller waits for this batch as soon as
+	                     writepages returns (the last batch of an
+	                     integrity pass): the block helpers submit and
+	                     reap it in the calling thread */
 	void *owner;      /* what the caller of pc_write_range_for passed,
 	                     else NULL: for the owner alone */
+};
+
+/*
+ * What a read asks of the owner's readpages, for one batch.  The owner
+ * passes it on to pc_block_readpages.
+ */
+struct pc_rdc {
+	bool wait_now;    /* the reader waits for the whole batch as soon as
+	                     readpages returns (a miss outside a stream,
+	                     which reads only the request): the block helpers
+	                     submit and reap it in the calling thread */
 };
 
 /*
@@ -262,7 +280,8 @@ struct pc_mapping_ops {
 	int (*readpage)(void *ctx, struct pc_page *page);
 	/* A batch, for readahead; NULL: readpage for each. */
 	int (*readpages)(void *ctx, struct pc_mapping *m,
-			 struct pc_page **pages, unsigned int n);
+			 struct pc_page **pages, unsigned int n,
+			 const struct pc_rdc *rdc);
 	/* NULL: writepages must be set, or dirty pages stay dirty. */
 	int (*writepage)(void *ctx, struct pc_page *page,
 			 const struct pc_wbc *wbc);
@@ -541,15 +560,18 @@ int pc_block_map_identity(void *ctx, struct pc_mapping *m, uint64_t index,
  * Read (or write) a batch of pages as readpages (writepages) must: map
  * each page, merge runs of neighbouring blocks into vectored requests and
  * hand them all to bdev_submit() at once.  Completion ends each page.
- * Returns 0 or the first error met while building the batch (the pages
- * concerned are ended with it anyway).
+ * @rdc (@wbc) is what the cache passed with the batch, or NULL (readpage
+ * of a single page: an ordinary batch); with wait_now set the batch goes
+ * through bdev_submit_wait() and is complete on return.  Returns 0 or the
+ * first error met while building the batch (the pages concerned are ended
+ * with it anyway).
  */
 int pc_block_readpages(struct bdev *bd, pc_block_map_fn map, void *ctx,
 		       struct pc_mapping *m, struct pc_page **pages,
-		       unsigned int n);
+		       unsigned int n, const struct pc_rdc *rdc);
 int pc_block_writepages(struct bdev *bd, pc_block_map_fn map, void *ctx,
 			struct pc_mapping *m, struct pc_page **pages,
-			unsigned int n);
+			unsigned int n, const struct pc_wbc *wbc);
 
 /*
  * Ready-made operations for a mapping of the device itself (identity

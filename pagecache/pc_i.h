@@ -163,13 +163,6 @@ struct pc_mapping {
 	uint32_t oldest_ms;                    /* oldest queued dirty page */
 };
 
-/* ---- readahead.c, blockio.c ---- */
-
-/* Set around the last batch of I/O its caller is about to wait for
- * (readahead's read of only the request, an integrity pass's last
- * write): blockio then submits and reaps that batch in this thread. */
-extern _Thread_local bool pc_io_waits;
-
 /* ---- page.c ---- */
 
 /*

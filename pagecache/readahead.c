@@ -9,9 +9,10 @@
  * page.  So a sequential reader finds its pages already read, or in
  * flight, one window ahead.  A miss that does not continue the stream
  * reads only the request, and since the reader waits for it at once, in
- * its own thread (pc_io_waits).  Every window is created as locked pages and
- * handed to the owner's readpages in one call, which submits it as one
- * batch; completion marks each page uptodate or failed and unlocks it.
+ * its own thread: the batch's struct pc_rdc says so (wait_now).  Every
+ * window is created as locked pages and handed to the owner's readpages
+ * in one call, with its pc_rdc, which submits it as one batch; completion
+ * marks each page uptodate or failed and unlocks it.
  */
 #include "pc_i.h"
 
@@ -21,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Thread_local bool pc_io_waits;
-
 void pc_ra_init(struct pc_ra_state *ra)
 {
 	memset(ra, 0, sizeof(*ra));
@@ -30,7 +29,7 @@ void pc_ra_init(struct pc_ra_state *ra)
 }
 
 static void read_batch(struct pc_mapping *m, struct pc_page **pages,
-		       unsigned int n)
+		       unsigned int n, const struct pc_rdc *rdc)
 {
 	const struct pc_mapping_ops *ops = m->ops;
 	unsigned int held = pc_held_pages() - n;   /* the pages go to the read */
@@ -38,7 +37,7 @@ static void read_batch(struct pc_mapping *m, struct pc_page **pages,
 	for (unsigned int i = 0; i < n; i++)
 		ClearPageError(pages[i]);
 	if (ops->readpages) {
-		ops->readpages(m->ctx, m, pages, n);
+		ops->readpages(m->ctx, m, pages, n, rdc);
 	} else {
 		for (unsigned int i = 0; i < n; i++) {
 			if (ops->readpage)
@@ -53,7 +52,8 @@ static void read_batch(struct pc_mapping *m, struct pc_page **pages,
 /* Create and read the missing pages of [start, start + nr) below @limit;
  * the page at @mark (if created) gets PG_readahead. */
 static unsigned int ra_submit(struct pc_mapping *m, uint64_t start,
-			      unsigned int nr, uint64_t limit, uint64_t mark)
+			      unsigned int nr, uint64_t limit, uint64_t mark,
+			      const struct pc_rdc *rdc)
 {
 	uint64_t end = limit - start < nr ? limit : start + nr;
 	struct pc_page **pages;
@@ -84,7 +84,7 @@ static unsigned int ra_submit(struct pc_mapping *m, uint64_t start,
 		pages[n++] = p;
 	}
 	if (n) {
-		read_batch(m, pages, n);
+		read_batch(m, pages, n, rdc);
 		atomic_fetch_add(&m->cache->ra_pages, n);
 	}
 	for (unsigned int i = 0; i < n; i++)
@@ -96,8 +96,10 @@ static unsigned int ra_submit(struct pc_mapping *m, uint64_t start,
 unsigned int pc_readahead(struct pc_mapping *m, uint64_t start,
 			  unsigned int nr, uint64_t limit)
 {
+	struct pc_rdc rdc = { .wait_now = false };
+
 	nr = UT_MIN(nr, m->cache->max_pages / 4);
-	return ra_submit(m, start, nr, limit, UINT64_MAX);
+	return ra_submit(m, start, nr, limit, UINT64_MAX, &rdc);
 }
 
 static uint32_t pow2_up(uint32_t x)
@@ -130,12 +132,12 @@ static uint32_t next_size(uint32_t cur, uint32_t max)
 }
 
 static void ra_window(struct pc_mapping *m, struct pc_ra_state *ra,
-		      uint64_t limit)
+		      uint64_t limit, const struct pc_rdc *rdc)
 {
 	uint64_t mark = ra->async_size ?
 			ra->start + ra->size - ra->async_size : UINT64_MAX;
 
-	ra_submit(m, ra->start, ra->size, limit, mark);
+	ra_submit(m, ra->start, ra->size, limit, mark, rdc);
 }
 
 /* A miss: a new window if the stream goes on, else just the request. */
@@ -145,6 +147,9 @@ static void ra_miss(struct pc_mapping *m, struct pc_ra_state *ra,
 	uint32_t max = m->cache->ra_max;
 	bool seq = ra->prev == UINT64_MAX ? index == 0 :
 		   index == ra->prev || index == ra->prev + 1;
+	/* Outside a stream only the request is read: the caller waits for
+	 * all of it at once. */
+	struct pc_rdc rdc = { .wait_now = !seq };
 
 	ra->start = index;
 	if (seq) {
@@ -154,9 +159,7 @@ static void ra_miss(struct pc_mapping *m, struct pc_ra_state *ra,
 		ra->size = UT_MIN(nr, max);
 		ra->async_size = 0;
 	}
-	pc_io_waits = !seq;        /* the caller waits for all of it */
-	ra_window(m, ra, limit);
-	pc_io_waits = false;
+	ra_window(m, ra, limit, &rdc);
 }
 
 /* The reader reached a marked page: read the next window now. */
@@ -164,6 +167,7 @@ static void ra_marker(struct pc_mapping *m, struct pc_ra_state *ra,
 		      uint64_t index, uint64_t limit)
 {
 	uint32_t max = m->cache->ra_max;
+	struct pc_rdc rdc = { .wait_now = false };
 
 	if (!ra->size || index != ra->start + ra->size - ra->async_size) {
 		ra->start = index;      /* someone else's marker: adopt it */
@@ -172,7 +176,7 @@ static void ra_marker(struct pc_mapping *m, struct pc_ra_state *ra,
 	ra->start += ra->size;
 	ra->size = next_size(ra->size, max);
 	ra->async_size = ra->size;
-	ra_window(m, ra, limit);
+	ra_window(m, ra, limit, &rdc);
 }
 
 /* Wait for a page readahead (or someone) started; retry a failed read

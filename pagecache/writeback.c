@@ -31,7 +31,7 @@
 
 struct wb_ctx {
 	struct pc_mapping *m;
-	const struct pc_wbc *wbc;
+	struct pc_wbc wbc;      /* the pass's, passed with each batch */
 	uint64_t first, last;
 	uint32_t expire, now;
 	struct pc_page *batch[WB_BATCH];
@@ -155,7 +155,7 @@ static void wb_flush(struct wb_ctx *w)
 		if (TestClearPageDirty(w->batch[i]))
 			pc_account_clean(m);
 	if (ops->writepages) {
-		rc = ops->writepages(m->ctx, m, w->batch, w->n, w->wbc);
+		rc = ops->writepages(m->ctx, m, w->batch, w->n, &w->wbc);
 	} else {
 		for (unsigned int i = 0; i < w->n; i++) {
 			struct pc_page *p = w->batch[i];
@@ -166,7 +166,7 @@ static void wb_flush(struct wb_ctx *w)
 				pc_unlock_page(p);
 				continue;
 			}
-			r = ops->writepage(m->ctx, p, w->wbc);
+			r = ops->writepage(m->ctx, p, &w->wbc);
 			rc = rc ? rc : r;
 		}
 	}
@@ -191,7 +191,7 @@ static bool wb_lock_page(struct wb_ctx *w, struct pc_page *p)
 {
 	if (pc_trylock_page(p))
 		return true;
-	if (!w->wbc->sync) {
+	if (!w->wbc.sync) {
 		pc_put_page(p);
 		return false;
 	}
@@ -208,7 +208,7 @@ static bool wb_page_keep(struct wb_ctx *w, struct pc_page *p, uint32_t age)
 		pc_put_page(p);
 		return false;
 	}
-	if (!w->wbc->sync && age < w->expire) {
+	if (!w->wbc.sync && age < w->expire) {
 		pc_put_page(p);
 		return true;
 	}
@@ -220,7 +220,7 @@ static bool wb_page_keep(struct wb_ctx *w, struct pc_page *p, uint32_t age)
 		return false;
 	}
 	if (PageWriteback(p)) {
-		if (!w->wbc->sync) {
+		if (!w->wbc.sync) {
 			pc_unlock_page(p);
 			pc_put_page(p);
 			return true;
@@ -298,9 +298,8 @@ static void wb_run(struct wb_ctx *w)
 	/* An integrity pass's caller waits for it all next: the last batch
 	 * is reaped here rather than by the device's thread, which would
 	 * then have to wake this one. */
-	pc_io_waits = w->wbc->sync;
+	w->wbc.wait_now = w->wbc.sync;
 	wb_flush(w);
-	pc_io_waits = false;
 	dq_requeue(m, q, nkeep, cap, lost);
 }
 
@@ -333,7 +332,7 @@ int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
 		return -ENOMEM;
 	}
 	pc_held_wb(1);
-	*w = (struct wb_ctx){ .m = m, .wbc = wbc, .first = first, .last = last,
+	*w = (struct wb_ctx){ .m = m, .wbc = *wbc, .first = first, .last = last,
 			      .expire = expire_ms, .now = pc_now_ms(m->cache) };
 	wb_run(w);
 	err = w->err;
@@ -440,7 +439,7 @@ int pc_write_range(struct pc_mapping *m, uint64_t start, uint64_t end)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	*w = (struct wb_ctx){ .m = m, .wbc = &wbc,
+	*w = (struct wb_ctx){ .m = m, .wbc = wbc,
 			      .now = pc_now_ms(m->cache) };
 	page_range(m, start, end, &w->first, &w->last);
 	if (w->first < w->last) {

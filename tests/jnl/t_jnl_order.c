@@ -75,20 +75,21 @@ static int alloc_writepages(void *ctx, struct pc_mapping *m,
 		}
 		return err;
 	}
-	return pc_block_writepages(f->t->bd, file_map, NULL, m, pages, n);
+	return pc_block_writepages(f->t->bd, file_map, NULL, m, pages, n, wbc);
 }
 
 static int file_readpages(void *ctx, struct pc_mapping *m,
-			  struct pc_page **pages, unsigned int n)
+			  struct pc_page **pages, unsigned int n,
+			  const struct pc_rdc *rdc)
 {
 	struct file *f = ctx;
 
-	return pc_block_readpages(f->t->bd, file_map, NULL, m, pages, n);
+	return pc_block_readpages(f->t->bd, file_map, NULL, m, pages, n, rdc);
 }
 
 static int file_readpage(void *ctx, struct pc_page *page)
 {
-	return file_readpages(ctx, pc_page_mapping(page), &page, 1);
+	return file_readpages(ctx, pc_page_mapping(page), &page, 1, NULL);
 }
 
 static const struct pc_mapping_ops alloc_ops = {
@@ -243,7 +244,7 @@ static int map_writepages(void *ctx, struct pc_mapping *m,
 {
 	struct file *f = ctx;
 
-	return pc_block_writepages(f->t->bd, file_map, NULL, m, pages, n);
+	return pc_block_writepages(f->t->bd, file_map, NULL, m, pages, n, wbc);
 }
 
 static const struct pc_mapping_ops file_ops = {

@@ -37,16 +37,15 @@ static int map(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 }
 
 static int readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-		     unsigned int n)
+		     unsigned int n, const struct pc_rdc *rdc)
 {
-	return pc_block_readpages(bd, map, ctx, m, pages, n);
+	return pc_block_readpages(bd, map, ctx, m, pages, n, rdc);
 }
 
 static int writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 		      unsigned int n, const struct pc_wbc *wbc)
 {
-	(void)wbc;
-	return pc_block_writepages(bd, map, ctx, m, pages, n);
+	return pc_block_writepages(bd, map, ctx, m, pages, n, wbc);
 }
 
 static const struct pc_mapping_ops ops = {
@@ -148,9 +147,10 @@ static struct bdev *slow;
 static bool done_on_return;
 
 static int slow_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-			  unsigned int n)
+			  unsigned int n, const struct pc_rdc *rdc)
 {
-	int rc = pc_block_readpages(slow, pc_block_map_identity, ctx, m, pages, n);
+	int rc = pc_block_readpages(slow, pc_block_map_identity, ctx, m, pages, n,
+				    rdc);
 
 	done_on_return = true;
 	for (unsigned int i = 0; i < n; i++)
@@ -162,9 +162,9 @@ static int slow_readpages(void *ctx, struct pc_mapping *m, struct pc_page **page
 static int slow_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 			   unsigned int n, const struct pc_wbc *wbc)
 {
-	int rc = pc_block_writepages(slow, pc_block_map_identity, ctx, m, pages, n);
+	int rc = pc_block_writepages(slow, pc_block_map_identity, ctx, m, pages, n,
+				     wbc);
 
-	(void)wbc;
 	done_on_return = true;
 	for (unsigned int i = 0; i < n; i++)
 		done_on_return &= !PageWriteback(pages[i]);

@@ -40,7 +40,6 @@ static int writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 	struct pc_page *stall = NULL;
 
 	(void)ctx;
-	(void)wbc;
 	atomic_store(&S.locks_seen, pc_page_locks_held());
 	atomic_store(&S.wb_seen, pc_wb_locks_held());
 	for (unsigned int i = 0; i < n; i++) {
@@ -51,7 +50,7 @@ static int writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 			continue;
 		}
 		t_ok(pc_block_writepages(S.e.bd, pc_block_map_identity, NULL, m,
-					 &pages[i], 1));
+					 &pages[i], 1, wbc));
 	}
 	if (!stall)
 		return 0;
@@ -73,15 +72,15 @@ static int readpage(void *ctx, struct pc_page *p)
 {
 	(void)ctx;
 	return pc_block_readpages(S.e.bd, pc_block_map_identity, NULL,
-				  pc_page_mapping(p), &p, 1);
+				  pc_page_mapping(p), &p, 1, NULL);
 }
 
 static int readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-		     unsigned int n)
+		     unsigned int n, const struct pc_rdc *rdc)
 {
 	(void)ctx;
 	return pc_block_readpages(S.e.bd, pc_block_map_identity, NULL, m,
-				  pages, n);
+				  pages, n, rdc);
 }
 
 static const struct pc_mapping_ops ops = {
@@ -194,14 +193,14 @@ static int slow_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pag
 			   unsigned int n, const struct pc_wbc *wbc)
 {
 	(void)ctx;
-	(void)wbc;
 	pthread_mutex_lock(&H.lock);
 	H.taken = true;
 	pthread_cond_broadcast(&H.cond);
 	while (!H.release)
 		pthread_cond_wait(&H.cond, &H.lock);
 	pthread_mutex_unlock(&H.lock);
-	return pc_block_writepages(S.e.bd, pc_block_map_identity, NULL, m, pages, n);
+	return pc_block_writepages(S.e.bd, pc_block_map_identity, NULL, m, pages, n,
+				   wbc);
 }
 
 static const struct pc_mapping_ops slow_ops = {

@@ -78,18 +78,19 @@ static int o_readpage(void *ctx, struct pc_page *page)
 	atomic_fetch_add(&o->readpage_calls, 1);
 	atomic_fetch_add(&o->pages_read, 1);
 	return pc_block_readpages(o->bd, pc_block_map_identity, NULL,
-				  pc_page_mapping(page), &page, 1);
+				  pc_page_mapping(page), &page, 1, NULL);
 }
 
 static int o_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-		       unsigned int n)
+		       unsigned int n, const struct pc_rdc *rdc)
 {
 	struct t_owner *o = ctx;
 
 	atomic_fetch_add(&o->readpages_calls, 1);
 	atomic_fetch_add(&o->pages_read, n);
 	record(o->read_batches, &o->nread_batches, n);
-	return pc_block_readpages(o->bd, pc_block_map_identity, NULL, m, pages, n);
+	return pc_block_readpages(o->bd, pc_block_map_identity, NULL, m, pages, n,
+				  rdc);
 }
 
 static int o_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
@@ -97,7 +98,6 @@ static int o_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 {
 	struct t_owner *o = ctx;
 
-	(void)wbc;
 	atomic_fetch_add(&o->writepages_calls, 1);
 	record(o->write_batches, &o->nwrite_batches, n);
 	for (unsigned int i = 1; i < n; i++)
@@ -111,7 +111,8 @@ static int o_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 		return 0;
 	}
 	atomic_fetch_add(&o->pages_written, n);
-	return pc_block_writepages(o->bd, pc_block_map_identity, NULL, m, pages, n);
+	return pc_block_writepages(o->bd, pc_block_map_identity, NULL, m, pages, n,
+				   wbc);
 }
 
 static bool o_releasepage(void *ctx, struct pc_page *page)

@@ -41,21 +41,20 @@ static int map_block(void *ctx, struct pc_mapping *m, uint64_t index,
 }
 
 static int s_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-		       unsigned int n)
+		       unsigned int n, const struct pc_rdc *rdc)
 {
-	return pc_block_readpages(bd, map_block, ctx, m, pages, n);
+	return pc_block_readpages(bd, map_block, ctx, m, pages, n, rdc);
 }
 
 static int s_readpage(void *ctx, struct pc_page *page)
 {
-	return s_readpages(ctx, pc_page_mapping(page), &page, 1);
+	return s_readpages(ctx, pc_page_mapping(page), &page, 1, NULL);
 }
 
 static int s_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 			unsigned int n, const struct pc_wbc *wbc)
 {
-	(void)wbc;
-	return pc_block_writepages(bd, map_block, ctx, m, pages, n);
+	return pc_block_writepages(bd, map_block, ctx, m, pages, n, wbc);
 }
 
 static const struct pc_mapping_ops s_ops = {
