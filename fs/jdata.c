@@ -66,8 +66,21 @@ struct mfs_jdata {
 	pthread_t thread;
 };
 
-/* One gathering pass: what writepages may journal under the handle. */
+/*
+ * One gathering pass (mfs_jdata_flush): its own writeback pass of the
+ * file's mapping, and what it may journal under its handle.  The page
+ * cache hands that pass's batches to w.writepages (gather_pages), which
+ * gets back here with ut_container_of; every other pass (the flusher, a
+ * sync of the cache or of the file, a commit's ordered data) goes to the
+ * mapping's own writepages, which has no handle and declines.  So the
+ * handle reaches only the function of the pass that started it, with its
+ * type, and nothing any other pass sees says whether one is about: no
+ * untyped pointer in the page cache's pass state that every writepages
+ * would have to test and cast.
+ */
 struct jd_pass {
+	struct pc_writer w;
+	struct mfs_node *n;
 	struct jnl_handle *h;
 	uint32_t left;               /* pages it may still take */
 	uint32_t done;
@@ -205,33 +218,46 @@ static int journal_page(struct mfs_node *n, struct jd_pass *p, struct pc_page *p
 }
 
 /*
- * Writeback of a journalled file.  The pass of mfs_jdata_flush brings a
- * handle and journals the pages; any other pass (the flusher, an fsync of
- * the cache) runs where no handle may start, so it declines the pages,
- * which stay dirty, and wakes this file's thread to journal them.
+ * Writeback of a journalled file in any pass but its gathering (the
+ * flusher, a sync of the cache or of the file): it runs where no handle
+ * may start, so it declines the pages, which stay dirty, and wakes this
+ * file's thread to journal them.
  */
 int mfs_jdata_writepages(struct mfs_node *n, struct pc_page **pages,
 			 unsigned int nr, const struct pc_wbc *wbc)
 {
-	struct jd_pass *p = wbc->owner;
+	(void)wbc;
+	for (unsigned int i = 0; i < nr; i++) {
+		pc_set_page_dirty_default(pages[i]);
+		pc_unlock_page(pages[i]);
+	}
+	queue_node(n);
+	kick(n->fs);
+	return 0;
+}
+
+/* The gathering pass's writepages: journal the pages under its handle,
+ * up to its credits; the rest stay dirty for the next handle. */
+static int gather_pages(struct pc_writer *w, struct pc_mapping *m,
+			struct pc_page **pages, unsigned int nr,
+			const struct pc_wbc *wbc)
+{
+	struct jd_pass *p = ut_container_of(w, struct jd_pass, w);
 	int err = 0;
 
+	(void)m;
+	(void)wbc;
 	for (unsigned int i = 0; i < nr; i++) {
 		struct pc_page *pg = pages[i];
-		int e = p && p->left ? journal_page(n, p, pg) : 1;
+		int e = p->left ? journal_page(p->n, p, pg) : 1;
 
 		if (e) {
 			pc_set_page_dirty_default(pg);
-			if (p)
-				p->more = true;
+			p->more = true;
 			if (e < 0 && !err)
 				err = e;
 		}
 		pc_unlock_page(pg);
-	}
-	if (!p) {
-		queue_node(n);
-		kick(n->fs);
 	}
 	return err;
 }
@@ -269,11 +295,12 @@ int mfs_jdata_flush(struct mfs_node *n)
 	do {
 		struct jnl_handle h;
 
-		p = (struct jd_pass){ .h = &h, .left = credits };
+		p = (struct jd_pass){ .w.writepages = gather_pages, .n = n,
+				      .h = &h, .left = credits };
 		err = mfs_jstart(fs, credits, &h);
 		if (err)
 			return err;
-		err = pc_write_and_wait_range_for(n->map, 0, UINT64_MAX, &p);
+		err = pc_write_and_wait_range_for(n->map, 0, UINT64_MAX, &p.w);
 		err = mfs_jstop(fs, &h, err);
 	} while (!err && p.more);
 	return err;

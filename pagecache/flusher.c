@@ -193,7 +193,7 @@ static void run_pass(struct pc_cache *c, bool expire_walk)
 
 		if (pressure && !under_pressure(c))
 			break;
-		pc_write_mapping(v[i], &wbc, 0, UINT64_MAX, expire);
+		pc_write_mapping(v[i], &wbc, NULL, 0, UINT64_MAX, expire);
 	}
 	if (n)
 		release(c, v, n);

@@ -233,8 +233,6 @@ struct pc_wbc {
 	                     writepages returns (the last batch of an
 	                     integrity pass): the block helpers submit and
 	                     reap it in the calling thread */
-	void *owner;      /* what the caller of pc_write_range_for passed,
-	                     else NULL: for the owner alone */
 };
 
 /*
@@ -443,15 +441,29 @@ uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
  */
 int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end);
 /*
- * The same with @owner in the pc_wbc that writepages gets: the owner's own
- * pass over its dirty pages, which its writepages may treat apart (a
- * filesystem journalling a file's data hands it the handle it started
- * before the call).  As the mapping's writeback lock is held throughout,
- * no background pass holds a page of it meanwhile: every page dirty when
- * the call starts reaches this writepages.
+ * The writepages of an owner's own writeback pass: called, under the
+ * contract of struct pc_mapping_ops' writepages, for that pass's batches
+ * instead of the mapping's.  The owner embeds it in the state of its pass
+ * and gets back to that with ut_container_of, as a struct bdev_req's
+ * end_io does: the state goes from the caller to the caller's own
+ * function, with its type, and no other pass ever sees it.
+ */
+struct pc_writer {
+	int (*writepages)(struct pc_writer *w, struct pc_mapping *m,
+			  struct pc_page **pages, unsigned int n,
+			  const struct pc_wbc *wbc);
+};
+
+/*
+ * The same with @w's writepages (NULL: the mapping's): the owner's own
+ * pass over its dirty pages, which it treats apart from every other (a
+ * filesystem journalling a file's data journals them under the handle it
+ * started before the call).  As the mapping's writeback lock is held
+ * throughout, no background pass holds a page of it meanwhile: every page
+ * dirty when the call starts reaches @w.
  */
 int pc_write_and_wait_range_for(struct pc_mapping *m, uint64_t start,
-				uint64_t end, void *owner);
+				uint64_t end, struct pc_writer *w);
 /* The whole mapping (fsync). */
 int pc_sync_mapping(struct pc_mapping *m);
 

@@ -256,7 +256,8 @@ void pc_stat_miss(struct pc_cache *c);
 
 /* ---- writeback.c, flusher.c ---- */
 int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
-		     uint64_t first, uint64_t last, uint32_t expire_ms);
+		     struct pc_writer *writer, uint64_t first, uint64_t last,
+		     uint32_t expire_ms);
 void pc_dirty_queue(struct pc_mapping *m, uint64_t index);
 void pc_dirty_list_add(struct pc_mapping *m);
 void pc_dirty_list_forget(struct pc_mapping *m);

@@ -32,6 +32,7 @@
 struct wb_ctx {
 	struct pc_mapping *m;
 	struct pc_wbc wbc;      /* the pass's, passed with each batch */
+	struct pc_writer *writer;  /* the owner's own pass: its writepages */
 	uint64_t first, last;
 	uint32_t expire, now;
 	struct pc_page *batch[WB_BATCH];
@@ -135,14 +136,41 @@ static void dq_requeue(struct pc_mapping *m, uint64_t *keep, size_t nkeep,
 
 /* ---- one pass ------------------------------------------------------------ */
 
+/* The batch goes to the pass's own writepages, else to the mapping's
+ * (or its writepage, page by page). */
+static int owner_write(struct wb_ctx *w)
+{
+	struct pc_mapping *m = w->m;
+	const struct pc_mapping_ops *ops = m->ops;
+	int rc = 0;
+
+	if (w->writer)
+		return w->writer->writepages(w->writer, m, w->batch, w->n,
+					     &w->wbc);
+	if (ops->writepages)
+		return ops->writepages(m->ctx, m, w->batch, w->n, &w->wbc);
+	for (unsigned int i = 0; i < w->n; i++) {
+		struct pc_page *p = w->batch[i];
+		int r;
+
+		if (!ops->writepage) {
+			pc_set_page_dirty_default(p);
+			pc_unlock_page(p);
+			continue;
+		}
+		r = ops->writepage(m->ctx, p, &w->wbc);
+		rc = rc ? rc : r;
+	}
+	return rc;
+}
+
 /* Hand the batch to the owner; it unlocks every page. */
 static void wb_flush(struct wb_ctx *w)
 {
 	struct pc_mapping *m = w->m;
-	const struct pc_mapping_ops *ops = m->ops;
 	unsigned int held = pc_held_pages() - w->n;  /* the owner unlocks them */
 	unsigned int written = 0;
-	int rc = 0;
+	int rc;
 
 	if (!w->n)
 		return;
@@ -154,22 +182,7 @@ static void wb_flush(struct wb_ctx *w)
 	for (unsigned int i = 0; i < w->n; i++)
 		if (TestClearPageDirty(w->batch[i]))
 			pc_account_clean(m);
-	if (ops->writepages) {
-		rc = ops->writepages(m->ctx, m, w->batch, w->n, &w->wbc);
-	} else {
-		for (unsigned int i = 0; i < w->n; i++) {
-			struct pc_page *p = w->batch[i];
-			int r;
-
-			if (!ops->writepage) {
-				pc_set_page_dirty_default(p);
-				pc_unlock_page(p);
-				continue;
-			}
-			r = ops->writepage(m->ctx, p, &w->wbc);
-			rc = rc ? rc : r;
-		}
-	}
+	rc = owner_write(w);
 	pc_held_pages_set(held);
 	atomic_fetch_sub(&m->nr_handover, w->n);
 	if (rc < 0 && !w->err)
@@ -313,11 +326,13 @@ static void record_error(struct pc_mapping *m, int err)
 
 /*
  * Write back the dirty pages of [first, last) that have been dirty for
- * @expire_ms (sync passes: all of them).  Background passes skip a mapping
- * another pass is working on.  Returns the first error the owner returned.
+ * @expire_ms (sync passes: all of them), through @writer if not NULL.
+ * Background passes skip a mapping another pass is working on.  Returns
+ * the first error the owner returned.
  */
 int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
-		     uint64_t first, uint64_t last, uint32_t expire_ms)
+		     struct pc_writer *writer, uint64_t first, uint64_t last,
+		     uint32_t expire_ms)
 {
 	struct wb_ctx *w;
 	int err;
@@ -332,7 +347,8 @@ int pc_write_mapping(struct pc_mapping *m, const struct pc_wbc *wbc,
 		return -ENOMEM;
 	}
 	pc_held_wb(1);
-	*w = (struct wb_ctx){ .m = m, .wbc = *wbc, .first = first, .last = last,
+	*w = (struct wb_ctx){ .m = m, .wbc = *wbc, .writer = writer,
+			      .first = first, .last = last,
 			      .expire = expire_ms, .now = pc_now_ms(m->cache) };
 	wb_run(w);
 	err = w->err;
@@ -403,9 +419,9 @@ int pc_write_and_wait_range(struct pc_mapping *m, uint64_t start, uint64_t end)
 }
 
 int pc_write_and_wait_range_for(struct pc_mapping *m, uint64_t start,
-				uint64_t end, void *owner)
+				uint64_t end, struct pc_writer *writer)
 {
-	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true, .owner = owner };
+	struct pc_wbc wbc = { .reason = PC_WB_SYNC, .sync = true };
 	uint64_t first, last;
 
 	check_no_page_lock("pc_write_and_wait_range/pc_sync_mapping while "
@@ -416,7 +432,7 @@ int pc_write_and_wait_range_for(struct pc_mapping *m, uint64_t start,
 				   "is held)");
 	page_range(m, start, end, &first, &last);
 	if (first < last) {
-		pc_write_mapping(m, &wbc, first, last, 0);
+		pc_write_mapping(m, &wbc, writer, first, last, 0);
 		wait_range(m, first, last);
 	}
 	return atomic_exchange(&m->wb_err, 0);
