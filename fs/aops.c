@@ -2,7 +2,10 @@
  * aops.c - the page cache's operations on a file's or directory's pages:
  * which block a page reads from and writes to (the block map, under
  * node->map_lock), and, for a file whose data is journalled, the hooks
- * of jdata.c.
+ * of jdata.c.  Two tables: one for ordered and writeback data (and
+ * directories and symlinks), one for journalled data, chosen when the
+ * mapping is set up or the file's data mode switches (mfs_jdata_setup),
+ * so that no operation asks which mode its file is in.
  */
 #include "mfs_i.h"
 #include "blockmap.h"
@@ -45,80 +48,114 @@ static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 	return *block ? 0 : PC_BLOCK_HOLE;
 }
 
-/* Runs of the batch go to the device; a journalled file's page whose
- * newest bytes are still only in the journal is filled from there.  The
- * batch array is the caller's, which puts every page after the call. */
-static int node_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+/* ---- ordered and writeback data, directories, symlinks ------------------ */
+
+static int data_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
 			  unsigned int n, const struct pc_rdc *rdc)
+{
+	struct mfs_node *node = ctx;
+
+	return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n, rdc);
+}
+
+static int data_readpage(void *ctx, struct pc_page *page)
+{
+	return data_readpages(ctx, pc_page_mapping(page), &page, 1, NULL);
+}
+
+static int data_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			   unsigned int n, const struct pc_wbc *wbc)
+{
+	struct mfs_node *node = ctx;
+
+	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n, wbc);
+}
+
+/* Its pages never carry private data: no invalidatepage, releasepage. */
+static const struct pc_mapping_ops data_ops = {
+	.readpage = data_readpage,
+	.readpages = data_readpages,
+	.writepages = data_writepages,
+};
+
+/* ---- journalled data (jdata.c) ------------------------------------------- */
+
+/* Runs of the batch go to the device; a page whose newest bytes are still
+ * only in the journal is filled from there.  The batch array is the
+ * caller's, which puts every page after the call. */
+static int jdata_readpages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			   unsigned int n, const struct pc_rdc *rdc)
 {
 	struct mfs_node *node = ctx;
 	unsigned int from = 0;
 	int err = 0, e;
 
-	if (!atomic_load(&node->jdata) || !node->fs->j)
-		return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n,
-					  rdc);
+	if (!node->fs->j)
+		return data_readpages(ctx, m, pages, n, rdc);
 	for (unsigned int i = 0; i < n; i++) {
 		if (!mfs_jdata_read_page(node, pages[i]))
 			continue;
-		e = i > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
-						  pages + from, i - from, rdc) : 0;
+		e = i > from ? data_readpages(ctx, m, pages + from, i - from, rdc) : 0;
 		err = err ? err : e;
 		from = i + 1;
 	}
-	e = n > from ? pc_block_readpages(node->fs->bd, map_page, ctx, m,
-					  pages + from, n - from, rdc) : 0;
+	e = n > from ? data_readpages(ctx, m, pages + from, n - from, rdc) : 0;
 	return err ? err : e;
 }
 
-static int node_readpage(void *ctx, struct pc_page *page)
+static int jdata_readpage(void *ctx, struct pc_page *page)
 {
-	return node_readpages(ctx, pc_page_mapping(page), &page, 1, NULL);
+	return jdata_readpages(ctx, pc_page_mapping(page), &page, 1, NULL);
 }
 
-static int node_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
-			   unsigned int n, const struct pc_wbc *wbc)
+static int jdata_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pages,
+			    unsigned int n, const struct pc_wbc *wbc)
 {
-	struct mfs_node *node = ctx;
-
-	if (atomic_load(&node->jdata))
-		return mfs_jdata_writepages(node, pages, n, wbc);
-	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n, wbc);
+	(void)m;
+	return mfs_jdata_writepages(ctx, pages, n, wbc);
 }
 
-static int node_set_page_dirty(void *ctx, struct pc_page *page)
+static int jdata_set_page_dirty(void *ctx, struct pc_page *page)
 {
-	struct mfs_node *node = ctx;
-
-	if (atomic_load(&node->jdata))
-		return mfs_jdata_set_page_dirty(node, page);
-	return pc_set_page_dirty_default(page);
+	return mfs_jdata_set_page_dirty(ctx, page);
 }
 
-/* Only pages awaiting journalling carry private data (jdata.c). */
-static void node_invalidatepage(void *ctx, struct pc_page *page, uint32_t offset)
+/* Only pages awaiting journalling carry private data. */
+static void jdata_invalidatepage(void *ctx, struct pc_page *page, uint32_t offset)
 {
 	mfs_jdata_invalidatepage(ctx, page, offset);
 }
 
-static bool node_releasepage(void *ctx, struct pc_page *page)
+static bool jdata_releasepage(void *ctx, struct pc_page *page)
 {
 	mfs_jdata_invalidatepage(ctx, page, 0);
 	return true;
 }
 
-static const struct pc_mapping_ops node_ops = {
-	.readpage = node_readpage,
-	.readpages = node_readpages,
-	.writepages = node_writepages,
-	.set_page_dirty = node_set_page_dirty,
-	.invalidatepage = node_invalidatepage,
-	.releasepage = node_releasepage,
+static const struct pc_mapping_ops jdata_ops = {
+	.readpage = jdata_readpage,
+	.readpages = jdata_readpages,
+	.writepages = jdata_writepages,
+	.set_page_dirty = jdata_set_page_dirty,
+	.invalidatepage = jdata_invalidatepage,
+	.releasepage = jdata_releasepage,
 };
+
+/* ---- the mapping --------------------------------------------------------- */
 
 int mfs_map_create(struct mfs_node *n)
 {
-	int err = pc_mapping_create(n->fs->cache, &node_ops, n, &n->map);
+	int err = pc_mapping_create(n->fs->cache, &data_ops, n, &n->map);
 
 	return err ? err : mfs_jdata_setup(n);
+}
+
+int mfs_map_set_journalled(struct mfs_node *n, bool journalled)
+{
+	int err = pc_mapping_set_ops(n->map, journalled ? &jdata_ops : &data_ops);
+
+	if (!err)
+		err = pc_mapping_set_flags(n->map, journalled ?
+					   PC_MAPPING_WB_NEEDS_TX : 0);
+	return err;
 }

@@ -9,6 +9,10 @@
 
 /* blockmap.c: block maps; aops.c: the page cache's operations on them */
 int mfs_map_create(struct mfs_node *n);
+/* Give @n's mapping the operations of journalled data or of the others
+ * (pc_mapping_set_ops' rule: the mapping clean, @n's rwsem held for
+ * writing or @n new); mfs_jdata_setup decides which. */
+int mfs_map_set_journalled(struct mfs_node *n, bool journalled);
 int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk);
 /* Page @index lies wholly past i_size: a read finds a hole there. */
 bool mfs_page_past_eof(struct mfs_node *n, uint64_t index);

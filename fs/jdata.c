@@ -97,7 +97,7 @@ bool mfs_jdata_wanted(const struct mfs_node *n)
 int mfs_jdata_setup(struct mfs_node *n)
 {
 	bool want = mfs_jdata_wanted(n);
-	int err = n->map ? pc_mapping_set_flags(n->map, want ? PC_MAPPING_WB_NEEDS_TX : 0) : 0;
+	int err = n->map ? mfs_map_set_journalled(n, want) : 0;
 
 	if (!err)
 		atomic_store(&n->jdata, want && n->map);

@@ -15,8 +15,9 @@ void mfs_jdata_stop(struct mfs_fs *fs);
 void mfs_jdata_free(struct mfs_fs *fs);
 /* Should the data of @n (its mode and flags as they are) be journalled? */
 bool mfs_jdata_wanted(const struct mfs_node *n);
-/* Set up @n's mapping for its data mode (new node; or a switch, rwsem
- * held for writing and every page clean). */
+/* Set up @n's mapping for its data mode: its table of operations and
+ * flags (new node; or a switch, rwsem held for writing and every page
+ * clean). */
 int mfs_jdata_setup(struct mfs_node *n);
 /*
  * Before @n's FS_JOURNAL_DATA_FL changes (rwsem held for writing), as
@@ -34,7 +35,7 @@ int mfs_jdata_flush(struct mfs_node *n);
 int mfs_jdata_balance(struct mfs_node *n);
 /* The same for every file with pages awaiting journalling (sync). */
 int mfs_jdata_flush_all(struct mfs_fs *fs);
-/* The mapping operations' part for journalled files (aops.c calls them). */
+/* The journalled-data table's operations (aops.c calls them). */
 int mfs_jdata_set_page_dirty(struct mfs_node *n, struct pc_page *pg);
 void mfs_jdata_invalidatepage(struct mfs_node *n, struct pc_page *pg,
 			      uint32_t offset);

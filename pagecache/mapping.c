@@ -102,6 +102,28 @@ void pc_mapping_destroy(struct pc_mapping *m)
 	free(m);
 }
 
+/* Pages dirty, handed to the owner's writepages or under writeback: a
+ * check against a caller that did not clean the mapping first, not a
+ * barrier (nothing stops a page turning dirty right after it). */
+static bool owner_busy(struct pc_mapping *m)
+{
+	return atomic_load(&m->nr_dirty) || atomic_load(&m->nr_handover) ||
+	       atomic_load(&m->nr_writeback);
+}
+
+int pc_mapping_set_ops(struct pc_mapping *m, const struct pc_mapping_ops *ops)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (owner_busy(m))
+		err = -EBUSY;
+	else
+		atomic_store_explicit(&m->ops, ops, memory_order_release);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
 int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags)
 {
 	int err = 0;
@@ -232,10 +254,11 @@ int pc_find_or_create_page(struct pc_mapping *m, uint64_t index,
 int pc_readpage_sync(struct pc_mapping *m, struct pc_page *p)
 {
 	unsigned int held = pc_held_pages() - 1;  /* the page goes to the read */
+	const struct pc_mapping_ops *ops = pc_ops(m);
 
 	ClearPageError(p);
-	if (m->ops->readpage)
-		m->ops->readpage(m->ctx, p);
+	if (ops->readpage)
+		ops->readpage(m->ctx, p);
 	else
 		pc_end_read(p, -EIO);
 	pc_held_pages_set(held);
@@ -312,14 +335,16 @@ static void remove_page(struct pc_mapping *m, struct pc_page *p)
 
 static void truncate_page(struct pc_mapping *m, struct pc_page *p)
 {
+	const struct pc_mapping_ops *ops = pc_ops(m);
+
 	pc_lock_page(p);
 	if (pc_page_mapping(p) != m) {
 		pc_unlock_page(p);
 		return;
 	}
 	pc_wait_on_page_writeback(p);
-	if (PagePrivate(p) && m->ops->invalidatepage)
-		m->ops->invalidatepage(m->ctx, p, 0);
+	if (PagePrivate(p) && ops->invalidatepage)
+		ops->invalidatepage(m->ctx, p, 0);
 	if (PagePrivate(p))
 		pc_detach_private(p);
 	if (TestClearPageDirty(p))
@@ -332,12 +357,14 @@ static void truncate_page(struct pc_mapping *m, struct pc_page *p)
 static void truncate_partial(struct pc_mapping *m, struct pc_page *p,
 			     uint32_t off)
 {
+	const struct pc_mapping_ops *ops = pc_ops(m);
+
 	pc_lock_page(p);
 	if (pc_page_mapping(p) == m) {
 		pc_wait_on_page_writeback(p);
 		memset((char *)p->data + off, 0, m->cache->block_size - off);
-		if (PagePrivate(p) && m->ops->invalidatepage)
-			m->ops->invalidatepage(m->ctx, p, off);
+		if (PagePrivate(p) && ops->invalidatepage)
+			ops->invalidatepage(m->ctx, p, off);
 	}
 	pc_unlock_page(p);
 }

@@ -234,12 +234,14 @@ uint32_t pc_now_ms(const struct pc_cache *c)
 int pc_set_page_dirty(struct pc_page *page)
 {
 	struct pc_mapping *m = pc_page_mapping(page);
+	const struct pc_mapping_ops *ops;
 
 	assert(PageLocked(page));
 	if (!m)
 		return 0;
-	if (m->ops->set_page_dirty)
-		return m->ops->set_page_dirty(m->ctx, page);
+	ops = pc_ops(m);
+	if (ops->set_page_dirty)
+		return ops->set_page_dirty(m->ctx, page);
 	return pc_set_page_dirty_default(page);
 }
 

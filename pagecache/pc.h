@@ -333,6 +333,21 @@ void pc_mapping_destroy(struct pc_mapping *m);
 /* Set the mapping's flags; -EBUSY while it has dirty pages, -EINVAL for
  * an unknown flag. */
 int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags);
+/*
+ * Give the mapping another table of operations, for an owner whose pages
+ * change how they reach the disk (a file whose data becomes journalled,
+ * or stops being): one table per way, chosen here once, rather than a
+ * test in every operation.  The rule: the mapping is clean -- no page
+ * dirty, under writeback or handed to writepages (-EBUSY otherwise) --
+ * and stays so until the call returns, since the owner holds off every
+ * call of its own that could dirty a page (a filesystem holds the file's
+ * lock for writing); and no page carries private data of the old table
+ * (its invalidatepage or releasepage would not be called for it).  A call
+ * of the cache's already under way (a read, reclaim, a background pass)
+ * may finish with the old table: each reads the table once.  @ops must
+ * outlive the mapping.
+ */
+int pc_mapping_set_ops(struct pc_mapping *m, const struct pc_mapping_ops *ops);
 void *pc_mapping_ctx(const struct pc_mapping *m);
 struct pc_cache *pc_mapping_cache(const struct pc_mapping *m);
 uint64_t pc_mapping_nrpages(const struct pc_mapping *m);

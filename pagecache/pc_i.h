@@ -119,7 +119,9 @@ struct pc_cache {
 
 struct pc_mapping {
 	struct pc_cache *cache;
-	const struct pc_mapping_ops *ops;
+	/* Read once per call, through pc_ops(): pc_mapping_set_ops may
+	 * change it while a call of the cache's is under way. */
+	const struct pc_mapping_ops *_Atomic ops;
 	void *ctx;
 
 	pthread_mutex_t lock;                  /* order 3 */
@@ -162,6 +164,11 @@ struct pc_mapping {
 	unsigned int users;                    /* flusher or sync_cache */
 	uint32_t oldest_ms;                    /* oldest queued dirty page */
 };
+
+static inline const struct pc_mapping_ops *pc_ops(struct pc_mapping *m)
+{
+	return atomic_load_explicit(&m->ops, memory_order_acquire);
+}
 
 /* ---- page.c ---- */
 

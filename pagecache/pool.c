@@ -264,9 +264,11 @@ static void putback(struct pc_cache *c, struct pc_page *p)
 
 bool pc_release_private(struct pc_mapping *m, struct pc_page *p)
 {
+	const struct pc_mapping_ops *ops = pc_ops(m);
+
 	if (!PagePrivate(p))
 		return true;
-	if (!m->ops->releasepage || !m->ops->releasepage(m->ctx, p))
+	if (!ops->releasepage || !ops->releasepage(m->ctx, p))
 		return false;
 	return !PagePrivate(p);
 }

@@ -31,7 +31,7 @@ void pc_ra_init(struct pc_ra_state *ra)
 static void read_batch(struct pc_mapping *m, struct pc_page **pages,
 		       unsigned int n, const struct pc_rdc *rdc)
 {
-	const struct pc_mapping_ops *ops = m->ops;
+	const struct pc_mapping_ops *ops = pc_ops(m);
 	unsigned int held = pc_held_pages() - n;   /* the pages go to the read */
 
 	for (unsigned int i = 0; i < n; i++)

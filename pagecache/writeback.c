@@ -141,7 +141,7 @@ static void dq_requeue(struct pc_mapping *m, uint64_t *keep, size_t nkeep,
 static int owner_write(struct wb_ctx *w)
 {
 	struct pc_mapping *m = w->m;
-	const struct pc_mapping_ops *ops = m->ops;
+	const struct pc_mapping_ops *ops = pc_ops(m);
 	int rc = 0;
 
 	if (w->writer)

@@ -207,6 +207,7 @@ static void test_switch_flag(void)
 	t_ok(mfs_set_flags(fs, &tf_root, ino, MFS_JOURNAL_DATA_FL));
 	memset(buf, 'b', BS);
 	put(fs, ino, buf, BS, 0);                  /* journalled, pending */
+	t_eq(stat_of(fs, "jdata_pages_pending"), 1);   /* the table switched */
 	t_ok(mfs_fsync(fs, ino, false));           /* in the log only */
 	bdev_wrap_record(bd, true);
 	t_ok(mfs_set_flags(fs, &tf_root, ino, 0));

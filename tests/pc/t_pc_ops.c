@@ -5,7 +5,8 @@
  * without writepages each page goes to writepage; pc_write_and_wait_range
  * and pc_wait_on_page_writeback wait for writes in flight; the flusher
  * starts writeback when kicked; readahead without readpages uses
- * readpage; a mapping without readpage fails reads with -EIO.
+ * readpage; a mapping without readpage fails reads with -EIO; a
+ * mapping takes another table of operations only while it is clean.
  */
 #include "t_pc.h"
 
@@ -184,4 +185,45 @@ static void test_no_readpage(void)
 	pc_cache_destroy(c);
 }
 
-T_MAIN(T_CASE(test_owner_ops), T_CASE(test_no_readpage))
+static _Atomic unsigned int other_dirty_calls;
+
+static int other_set_page_dirty(void *ctx, struct pc_page *p)
+{
+	(void)ctx;
+	atomic_fetch_add(&other_dirty_calls, 1);
+	return pc_set_page_dirty_default(p);
+}
+
+/* A mapping with a page dirty or under writeback keeps its table; once
+ * clean it takes another, which the next call uses. */
+static void test_set_ops(void)
+{
+	static const struct pc_mapping_ops other = {
+		.readpage = readpage,
+		.writepage = writepage,
+		.set_page_dirty = other_set_page_dirty,
+	};
+	struct pc_cache *c = cache();
+	unsigned int mine;
+	struct pc_page *p;
+
+	t_ok(pc_mapping_create(c, &ops, &own, &own.m));
+	p = dirty(0);
+	t_eq(pc_mapping_set_ops(own.m, &other), -EBUSY);
+	t_ok(pc_write_range(own.m, 0, BS));       /* under writeback now */
+	t_eq(pending(), 1);
+	t_eq(pc_mapping_set_ops(own.m, &other), -EBUSY);
+	complete_all();
+	t_ok(pc_mapping_set_ops(own.m, &other));
+	mine = atomic_load(&own.dirty_calls);
+	pc_lock_page(p);
+	t_eq(pc_set_page_dirty(p), 1);
+	pc_unlock_page(p);
+	t_eq(atomic_load(&other_dirty_calls), 1);
+	t_eq(atomic_load(&own.dirty_calls), mine);
+	pc_put_page(p);
+	pc_mapping_destroy(own.m);
+	pc_cache_destroy(c);
+}
+
+T_MAIN(T_CASE(test_owner_ops), T_CASE(test_no_readpage), T_CASE(test_set_ops))
