@@ -82,22 +82,23 @@ struct uring_done {
 	int res;
 };
 
-/* The device whose thread this is, in a device thread. */
-static _Thread_local const struct uring_bdev *uring_current;
-
 static struct uring_bdev *to_uring(struct bdev *bd)
 {
 	return ut_container_of(bd, struct uring_bdev, bd);
 }
 
 /*
- * Who submits, for uring_mine(): the device itself in its own thread, the
- * waiter of a thread in bdev_submit_wait(), or NULL for a thread that
- * does not wait.
+ * Who submits, for uring_mine(): the device itself in its own thread (an
+ * end_io it runs may submit), the waiter of a thread in
+ * bdev_submit_wait(), or NULL for a thread that does not wait.  The
+ * kernel's rule is about the submitting thread, so the caller's identity
+ * is what decides; the device keeps its thread's (pthread_create stored
+ * it before any request could reach the device).
  */
 static const void *uring_self(const struct uring_bdev *u, const struct bdev_waiter *w)
 {
-	return uring_current == u ? (const void *)u : (const void *)w;
+	return pthread_equal(pthread_self(), u->thread) ? (const void *)u :
+							  (const void *)w;
 }
 
 /* Whether @self may hand @req to the kernel: the request's work dies with
@@ -387,7 +388,6 @@ static void *uring_thread(void *arg)
 	uint64_t count;
 	bool stop;
 
-	uring_current = u;
 	do {
 		if (read(u->efd, &count, sizeof(count)) < 0 && errno != EINTR) {
 			mlog_err("%s: reading the completion eventfd failed: %s",

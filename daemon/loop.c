@@ -59,9 +59,13 @@ struct loop {
 static _Atomic uint64_t handovers;
 static _Atomic uint32_t threads_started;
 
-/* The loop of this thread, and whether it holds the reader role now. */
-static _Thread_local struct loop *tl_loop;
-static _Thread_local bool tl_reader;
+/* A thread of the loop, on its own stack: its loop and whether it holds
+ * the reader role now.  Its hook (ut_blocking) hands the role over. */
+struct loop_thread {
+	struct ut_blocker hook;
+	struct loop *l;
+	bool reader;
+};
 
 static void *worker(void *arg);
 
@@ -94,13 +98,14 @@ static void want_reader(struct loop *l)
 }
 
 /* ut_blocking(): the reader is about to sleep; hand the role over. */
-static void hand_over(void)
+static void hand_over(struct ut_blocker *hook)
 {
-	struct loop *l = tl_loop;
+	struct loop_thread *t = ut_container_of(hook, struct loop_thread, hook);
+	struct loop *l = t->l;
 
-	if (!tl_reader)
+	if (!t->reader)
 		return;
-	tl_reader = false;
+	t->reader = false;
 	atomic_fetch_add(&handovers, 1);
 	pthread_mutex_lock(&l->lock);
 	l->reading = false;
@@ -109,8 +114,10 @@ static void hand_over(void)
 }
 
 /* l->lock held: wait until the role is free, or the loop is over. */
-static bool take_role(struct loop *l)
+static bool take_role(struct loop_thread *t)
 {
+	struct loop *l = t->l;
+
 	while (l->reading && !l->done) {
 		l->idle++;
 		pthread_cond_wait(&l->wake, &l->lock);
@@ -121,7 +128,7 @@ static bool take_role(struct loop *l)
 	if (l->done)
 		return false;
 	l->reading = true;
-	tl_reader = true;
+	t->reader = true;
 	return true;
 }
 
@@ -158,20 +165,20 @@ static int serve_one(struct loop *l, struct fuse_buf *buf)
 static void *worker(void *arg)
 {
 	struct loop *l = arg;
+	struct loop_thread t = { .hook.blocking = hand_over, .l = l };
 	struct fuse_buf buf = { 0 };
 	int res;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	tl_loop = l;
-	ut_block_hook = hand_over;
+	ut_block_hook = &t.hook;
 	pthread_cleanup_push(free_buf, &buf);
 	pthread_mutex_lock(&l->lock);
-	while (take_role(l)) {
+	while (take_role(&t)) {
 		pthread_mutex_unlock(&l->lock);
 		res = serve_one(l, &buf);
 		pthread_mutex_lock(&l->lock);
-		if (tl_reader) {
-			tl_reader = false;
+		if (t.reader) {
+			t.reader = false;
 			l->reading = false;
 		}
 		if (fuse_session_exited(l->se))
@@ -181,6 +188,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&l->lock);
 	pthread_cleanup_pop(1);
+	ut_block_hook = NULL;           /* t goes with this frame */
 	return NULL;
 }
 

@@ -12,6 +12,8 @@
 /* ---- the lock order's debug check ---------------------------------------- */
 
 #ifndef NDEBUG
+/* Thread-local, and safe so: debug builds only, and read only by the lock
+ * order's checks, which abort on a broken rule and change nothing else. */
 static _Thread_local unsigned int tl_handles;
 
 static _Noreturn void violation(const char *why, unsigned int n)

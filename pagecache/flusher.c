@@ -21,6 +21,16 @@
 #include <stdlib.h>
 #include <time.h>
 
+/*
+ * The allocation scope of a background pass, as the kernel's PF_MEMALLOC
+ * is its flusher's.  The owner's writepages reads pages on the pass's
+ * behalf (a block map's indirect blocks) through calls that carry nothing
+ * of the pass: those allocations may take the reserve, and must not start
+ * a pass of their own, which would wait for this one.  Thread-local, and
+ * the pass sets it around its own work in its own thread, so it covers
+ * exactly the allocations made for the pass.  Passing it instead would
+ * take an allocation argument on every page-reading call of the owner.
+ */
 static _Thread_local bool tl_flusher;
 
 bool pc_in_flusher(void)

@@ -17,6 +17,9 @@
 /* ---- hit and miss counters ----------------------------------------------- */
 
 static _Atomic unsigned int next_stripe;
+/* Thread-local, and safe so: it only picks which counters of a sum this
+ * thread adds to, so that threads do not share a line; no call's result
+ * depends on it. */
 static _Thread_local unsigned int my_stripe = UINT_MAX;
 
 static struct pc_stripe *stripe(struct pc_cache *c)

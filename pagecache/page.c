@@ -74,6 +74,8 @@ static void clear_bit_wake(struct pc_page *p, unsigned int bit)
 /* ---- the lock order's per-thread count ----------------------------------- */
 
 #ifndef NDEBUG
+/* Thread-local, and safe so: debug builds only, and read only by the lock
+ * order's checks, which abort on a broken rule and change nothing else. */
 static _Thread_local unsigned int tl_page_locks, tl_wb_locks;
 
 void pc_held_page_lock(void)

@@ -152,6 +152,17 @@ void pc_progress(struct pc_cache *c)
 
 /* ---- threads inside a filesystem transaction ---------------------------- */
 
+/*
+ * The calling thread holds a journal handle: the kernel's
+ * memalloc_nofs_save, which jbd2 sets per handle the same way.  An
+ * allocation inside it must not wait for writeback that only the end of
+ * its transaction can do.  Thread-local, and jnl_start and jnl_stop set
+ * it around the handle's life in the one thread that holds the handle,
+ * so it covers exactly the allocations made inside the transaction.
+ * Passing it instead would take an argument on every page-allocating call
+ * of the filesystem (its metadata reads among them) saying whether the
+ * caller holds a handle.
+ */
 static _Thread_local unsigned int tl_nofs;
 
 void pc_nofs_begin(void)

@@ -108,7 +108,7 @@ const char *ut_format_size(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
-_Thread_local void (*ut_block_hook)(void);
+_Thread_local struct ut_blocker *ut_block_hook;
 
 uint64_t ut_now_ns(void)
 {

@@ -106,14 +106,24 @@ uint64_t ut_now_ns(void);
  * A thread about to sleep on I/O or on another thread's progress calls
  * ut_blocking() first.  A thread may hook it for itself: the daemon's
  * request loop does, so that the thread reading requests hands that role
- * to another before it sleeps.  Unhooked, it costs a test.
+ * to another before it sleeps.  The hook is embedded in its owner's state,
+ * which @blocking reaches with ut_container_of.  Unhooked, it costs a test.
  */
-extern _Thread_local void (*ut_block_hook)(void);
+struct ut_blocker {
+	void (*blocking)(struct ut_blocker *hook);
+};
+
+/* Thread-local, and safe so: it only tells the thread's owner that the
+ * thread is about to sleep; the call that sleeps does the same with or
+ * without it. */
+extern _Thread_local struct ut_blocker *ut_block_hook;
 
 static inline void ut_blocking(void)
 {
-	if (ut_block_hook)
-		ut_block_hook();
+	struct ut_blocker *hook = ut_block_hook;
+
+	if (hook)
+		hook->blocking(hook);
 }
 
 /* pthread_cond_wait() announced by ut_blocking(). */
