@@ -5,6 +5,7 @@
 #define MISCFS_BDEV_I_H
 
 #include "bdev.h"
+#include "bdev_test.h"
 
 #include <pthread.h>
 
@@ -14,14 +15,6 @@
 /* Add to a counter of bd->stats. */
 #define bdev_stat_add(bd, field, n) \
 	__atomic_fetch_add(&(bd)->stats.field, (uint64_t)(n), __ATOMIC_RELAXED)
-
-/*
- * Test hook: when nonzero, the file backends transfer at most this many
- * bytes per system call or ring entry, so that every request is
- * continued as a short transfer would be (buffered devices only: direct
- * I/O needs whole sectors).  Tests set it before submitting.
- */
-extern size_t bdev_test_max_xfer;
 
 /*
  * A transfer that made no progress, or a direct one that stopped off a

@@ -11,6 +11,7 @@
  *
  *   dir_bench [ENTRIES [OPS]]
  */
+#include "bdev_test.h"
 #include "mfs.h"
 
 #include "util.h"

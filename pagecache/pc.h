@@ -37,7 +37,10 @@
  * builds count the locks each thread holds (pc_page_locks_held) and abort
  * on a violation, naming the rule.
  *
- * Errors are negative errno values.
+ * Errors are negative errno values.  Calls that only tests and benches
+ * make (driving the flusher, dropping clean pages, explicit readahead,
+ * looking inside a mapping or a region) are in pc_test.h, which no
+ * production file includes.
  */
 #ifndef MISCFS_PC_H
 #define MISCFS_PC_H
@@ -149,12 +152,8 @@ static inline bool TestClearPage##Name(struct pc_page *p)                      \
 
 PC_PAGE_FLAGS(PC_PAGEFLAG_FNS)
 
-/*
- * Wait until PG_fs_misc is clear (at once if it is).  The filesystem uses
- * the flag as a "work pending" mark and waits for its end here.
- */
-void wait_on_page_fs_misc(struct pc_page *page);
-/* Clear PG_fs_misc, which must be set, and wake its waiters. */
+/* Clear PG_fs_misc, which must be set, and wake its waiters (the
+ * filesystem uses the flag as a "work pending" mark). */
 void end_page_fs_misc(struct pc_page *page);
 
 /* Relaxed reads of the identity fields; stable while a reference is held
@@ -196,14 +195,6 @@ int pc_cache_create(const struct pc_config *cfg, struct pc_cache **out);
 void pc_cache_destroy(struct pc_cache *c);
 uint32_t pc_block_size(const struct pc_cache *c);
 
-/* Change the flusher's expiry time (milliseconds; 0 writes every dirty page
- * at its next pass). */
-void pc_set_dirty_expire(struct pc_cache *c, uint32_t ms);
-/* Wake the flusher now. */
-void pc_flusher_kick(struct pc_cache *c);
-/* Wake the flusher and wait until a whole pass that began after this call
- * has finished.  Without a flusher (no_flusher), run one pass here. */
-void pc_flusher_sync(struct pc_cache *c);
 /*
  * Throttle a writer: while dirty pages exceed dirty_max_pct of the budget,
  * kick the flusher and wait for it.  Call it after dirtying pages, with no
@@ -348,9 +339,7 @@ int pc_mapping_set_flags(struct pc_mapping *m, unsigned int flags);
  * outlive the mapping.
  */
 int pc_mapping_set_ops(struct pc_mapping *m, const struct pc_mapping_ops *ops);
-void *pc_mapping_ctx(const struct pc_mapping *m);
 struct pc_cache *pc_mapping_cache(const struct pc_mapping *m);
-uint64_t pc_mapping_nrpages(const struct pc_mapping *m);
 
 /* ---- lookup and references ------------------------------------------------ */
 
@@ -441,12 +430,6 @@ void pc_truncate(struct pc_mapping *m, uint64_t from);
 /* Remove the pages of indexes [@first, @end) as pc_truncate removes whole
  * pages (a hole punched in a file). */
 void pc_truncate_pages(struct pc_mapping *m, uint64_t first, uint64_t end);
-/*
- * Drop the clean pages from byte @from on that nobody uses (not locked,
- * dirty, under writeback or referenced), releasing private data through
- * releasepage.  Never loses data.  Returns the number of pages dropped.
- */
-uint64_t pc_invalidate(struct pc_mapping *m, uint64_t from);
 /*
  * Write back the dirty pages holding bytes [start, end) and wait for all
  * writeback there, including writes already in flight.  end UINT64_MAX:
@@ -542,14 +525,6 @@ struct pc_ra_state {
 
 void pc_ra_init(struct pc_ra_state *ra);
 /*
- * Start reading the missing pages of [start, start + nr), not beyond page
- * @limit, in one batch through readpages; does not wait.  Pages that cannot
- * be allocated without waiting are skipped.  Returns the number of pages
- * submitted.
- */
-unsigned int pc_readahead(struct pc_mapping *m, uint64_t start,
-			  unsigned int nr, uint64_t limit);
-/*
  * Like pc_read_cache_page, for a reader that will read @nr pages from
  * @index on (its request) within a file of @limit pages (UINT64_MAX: no
  * limit).  Sequential readers get a window that doubles up to
@@ -631,12 +606,6 @@ int pc_region_map(struct pc_cache *c, struct bdev *bd, uint64_t off,
 void pc_region_unmap(struct pc_region *r);
 void *pc_region_data(const struct pc_region *r);
 uint64_t pc_region_len(const struct pc_region *r);
-/*
- * Descriptor of block @i of the region (data points into the mapping;
- * uptodate and mappedtodisk set), or NULL past the end.  Never get, put,
- * lock or dirty it.
- */
-struct pc_page *pc_region_page(struct pc_region *r, uint64_t i);
 /* msync(MS_SYNC) bytes [off, off + len) of the region; len 0: all of it. */
 int pc_region_sync(struct pc_region *r, uint64_t off, uint64_t len);
 

@@ -27,6 +27,7 @@
 #define MISCFS_PC_I_H
 
 #include "pc.h"
+#include "pc_test.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

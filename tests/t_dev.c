@@ -1,6 +1,7 @@
 /*
  * t_dev.c - the device the page cache's and the journal's tests run on.
  */
+#include "bdev_test.h"
 #include "t_dev.h"
 
 #include "t.h"

@@ -16,6 +16,7 @@
 #define MISCFS_T_DEV_H
 
 #include "bdev.h"
+#include "bdev_test.h"
 #include "t.h"
 
 #include <stdbool.h>

@@ -2,6 +2,7 @@
  * t_flush_op - a flush inside a batch completes after every request
  * submitted before it, on every backend, and counts as a flush.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 #include "t_dev.h"
 

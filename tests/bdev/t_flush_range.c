@@ -9,6 +9,7 @@
  * pread backend, which has no ranged fsync, and the memory device, whose
  * crash images must not change, still cover everything.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 
 #include <fcntl.h>

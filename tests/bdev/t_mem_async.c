@@ -8,6 +8,7 @@
  * returns after the rest; a power cut drops queued writes (-EIO, no
  * change) and loses the unflushed ones; faults still fail their requests.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 #include "t_dev.h"
 

@@ -4,6 +4,7 @@
  * cleared, a failed write changes nothing, and contents survive save and
  * load.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 #include "t_dev.h"
 

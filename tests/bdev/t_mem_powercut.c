@@ -8,6 +8,7 @@
  * are the cursor's images, whose hashes must tell them apart.  BLOCKS
  * keeps any subset of the blocks of each unflushed write.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 #include "t_dev.h"
 

@@ -15,7 +15,7 @@
  */
 #include "t_bdev.h"
 
-#include "bdev_i.h"
+#include "bdev_test.h"
 
 #include <fcntl.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  */
 #include "t_bdev.h"
 
-#include "bdev_i.h"
+#include "bdev_test.h"
 
 #include <errno.h>
 #include <string.h>

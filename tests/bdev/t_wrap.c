@@ -8,6 +8,7 @@
  * crash images and the cursor give the states the log describes; a write
  * completing while recording starts is kept.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 
 #include <stdatomic.h>

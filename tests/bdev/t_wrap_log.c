@@ -8,6 +8,7 @@
  * wrapper and leaves the device below untouched; one that cannot grow
  * stops there, and every later flush fails.
  */
+#include "bdev_test.h"
 #include "t_bdev.h"
 
 #include <fcntl.h>

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "mfs.h"
 #include "t.h"
 #include "util.h"

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "bdev_test.h"
 #include "t_fs.h"
 #include "t_dev.h"
 

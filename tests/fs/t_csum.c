@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <xxhash.h>
 
+#include "bdev_test.h"
 #include "mfs.h"
 #include "t.h"
 #include "util.h"

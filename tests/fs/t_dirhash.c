@@ -15,6 +15,7 @@
 #include <linux/fs.h>
 #include <stdlib.h>
 
+#include "bdev_test.h"
 #include "t_fs.h"
 #include "util.h"
 

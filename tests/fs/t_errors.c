@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 
+#include "bdev_test.h"
 #include "jnl.h"
 #include "t_dev.h"
 #include "t_fs.h"

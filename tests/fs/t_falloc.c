@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "t_fs.h"
 #include "util.h"
 

@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "bdev_test.h"
 #include "fsck.h"
 #include "t_dev.h"
 #include "t_fs.h"

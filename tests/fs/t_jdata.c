@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bdev_test.h"
 #include "t_fs.h"
 #include "t_dev.h"
 #include "util.h"

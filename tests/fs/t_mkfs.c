@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
+#include "bdev_test.h"
 #include "jnl.h"
 #include "mfs.h"
 #include "t.h"

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "t_fs.h"
 #include "util.h"
 

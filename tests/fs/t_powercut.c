@@ -92,6 +92,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bdev_test.h"
 #include "t_fs.h"
 #include "t_dev.h"
 #include "t_hashset.h"

@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 
+#include "bdev_test.h"
 #include "jnl.h"
 #include "mfs.h"
 #include "t.h"

@@ -42,6 +42,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "fsck.h"
 #include "jnl.h"
 #include "t_dev.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bdev_test.h"
 #include "mkdamage.h"
 #include "util.h"
 

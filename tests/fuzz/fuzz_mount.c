@@ -36,6 +36,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "mfs.h"
 #include "mkdamage.h"
 #include "t_work.h"

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bdev_test.h"
 #include "jnl.h"
 #include "jnl_disk.h"
 #include "pc.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bdev_test.h"
 #include "fmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,7 @@
 /*
  * t_jnl.c - helpers of the journal tests.
  */
+#include "bdev_test.h"
 #include "t_jnl.h"
 
 #include <endian.h>

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "t_jnl.h"
 #include "util.h"
 

@@ -8,6 +8,7 @@
 #include <endian.h>
 #include <inttypes.h>
 
+#include "bdev_test.h"
 #include "t_jnl.h"
 #include "util.h"
 

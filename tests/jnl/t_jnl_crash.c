@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "bdev_test.h"
 #include "jnl_disk.h"          /* the commit block, to read the log */
 #include "t_hashset.h"
 #include "t_dev.h"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bdev_test.h"
 #include "t_jnl.h"
 #include "util.h"
 

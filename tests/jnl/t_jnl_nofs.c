@@ -10,6 +10,7 @@
  * page of the reserve at once, and when that is gone too it fails within
  * a moment.
  */
+#include "bdev_test.h"
 #include "t_jnl.h"
 
 #include <unistd.h>

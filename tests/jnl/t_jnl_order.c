@@ -8,6 +8,7 @@
  * the ordered data of that very mapping.  It runs in a child process
  * with an alarm, so that a hang fails the test instead of stalling it.
  */
+#include "bdev_test.h"
 #include "t_jnl.h"
 
 #include <endian.h>

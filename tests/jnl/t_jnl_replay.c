@@ -9,6 +9,7 @@
  */
 #include <endian.h>
 
+#include "bdev_test.h"
 #include "jnl_disk.h"
 #include "t_jnl.h"
 #include "util.h"

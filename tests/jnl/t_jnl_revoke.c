@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "bdev_test.h"
 #include "t_jnl.h"
 #include "util.h"
 

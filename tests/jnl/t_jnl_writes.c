@@ -9,6 +9,7 @@
 #include <endian.h>
 #include <unistd.h>
 
+#include "bdev_test.h"
 #include "jnl_i.h"
 #include "t_jnl.h"
 

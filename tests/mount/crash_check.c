@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "bdev.h"
+#include "bdev_test.h"
 #include "fsck.h"
 #include "mfs.h"
 #include "util.h"

@@ -10,6 +10,8 @@
  * write of an integrity pass (fsync) likewise, unlike a write that
  * nobody waits for.
  */
+#include "bdev_test.h"
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <errno.h>

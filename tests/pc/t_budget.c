@@ -4,6 +4,7 @@
  * (or bytes) than the budget pays for, every page read has the right
  * data, and what had to go shows up as evictions.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #define BS 1024u

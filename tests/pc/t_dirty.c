@@ -5,6 +5,7 @@
  * writeback and wait for room instead of growing past the budget - with
  * the flusher thread, and without one.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <string.h>

@@ -4,6 +4,7 @@
  * cached page with PG_error and without PG_uptodate; once the fault is
  * gone the next read succeeds and clears the error.
  */
+#include "bdev_test.h"
 #include "t_pc.h"
 
 #include <errno.h>

@@ -4,6 +4,7 @@
  * touches only its own bit, and PG_fs_misc can be waited on: waiters of
  * wait_on_page_fs_misc() return once end_page_fs_misc() clears it.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <sched.h>

@@ -3,6 +3,7 @@
  * alone through dirtying, writeback and reclaim decisions, and clears it
  * only when a page is initialised for a new index.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <string.h>

@@ -5,6 +5,7 @@
  * range, and the metadata cost per cached page (descriptor + index) at
  * most 64 bytes once the cache is full.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #define BS 512u

@@ -4,6 +4,7 @@
  * (reads once, then hits), get/put, the page lock (trylock, lock, unlock,
  * waiting, mutual exclusion between threads) and the hit/miss counters.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <sched.h>

@@ -8,6 +8,7 @@
  * readpage; a mapping without readpage fails reads with -EIO; a
  * mapping takes another table of operations only while it is clean.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <errno.h>

@@ -5,6 +5,8 @@
  * nothing is read past the limit; pc_readahead reads a range in one batch;
  * a failing block inside a window fails only its own page.
  */
+#include "bdev_test.h"
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include "util.h"

@@ -7,6 +7,8 @@
  * regions from its own memory; and handing a region page to the regular
  * free path aborts (the bad_page check).
  */
+#include "bdev_test.h"
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <errno.h>

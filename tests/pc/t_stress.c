@@ -6,6 +6,8 @@
  * sees under its lock is whole (one version throughout), and after a final
  * sync so is every block on the device.  Meant for ASan and TSan builds.
  */
+#include "bdev_test.h"
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include "util.h"

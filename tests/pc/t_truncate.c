@@ -7,6 +7,7 @@
  * and leaves a page still referenced elsewhere outside the mapping until
  * its last put.  Invalidation drops only what nobody uses and is clean.
  */
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <string.h>

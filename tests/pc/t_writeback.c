@@ -9,6 +9,8 @@
  * most once a tick; and pc_sync_cache and pc_balance_dirty do what they
  * say.
  */
+#include "bdev_test.h"
+#include "pc_test.h"
 #include "t_pc.h"
 
 #include <errno.h>
