@@ -110,16 +110,176 @@ int fmt_inode_check_size(const struct mfs_super *sb, uint32_t ino,
 int fmt_inode_check(const struct mfs_super *sb, uint32_t ino,
 		    const struct mfs_inode *in, char *why, size_t len);
 
-/* ---- the block-map walk -------------------------------------------------- */
+/* ---- the block-map walker ------------------------------------------------ */
 
 /*
- * One walk over the block map of inode @ino, for every reader of block
- * maps (the tools through raw reads, the daemon through its cache).
- * It calls @data for each mapped block of the logical range asked for, in
- * order, and skips a hole of any size in one step, so its cost is bounded
- * by the indirect blocks and pointers on disk, never by i_size.  An i_size
- * beyond the largest file, an indirect block whose checksum fails and a
- * pointer outside the groups are -EUCLEAN with the reason in @why.
+ * The one walker over an inode's block map, for every user of one: the
+ * tools and fsck through raw reads and writes, the mounted filesystem
+ * through its page cache and journal.  It knows the format -- the path of
+ * a logical block, the checks of every pointer (inside the filesystem,
+ * not on its group's metadata) and of every indirect block (its
+ * checksum), resealing an indirect block it changed -- and nothing of
+ * where blocks live: the caller hands it a table of block-access
+ * callbacks.  Its modes:
+ *
+ *   fmt_bmap_find   the block of one logical block (a lookup)
+ *   fmt_bmap_read   every mapped block of a range; a hole of any size is
+ *                   one step, so its cost is bounded by what is on disk
+ *   fmt_bmap_alloc  fill a hole, making the indirect blocks on its path
+ *   fmt_bmap_free   free a range, and every indirect block whose whole
+ *                   span goes, until the caller says stop
+ *   fmt_bmap_edit   a visitor sees every pointer and may change it
+ *
+ * Damage (a bad pointer, an indirect block whose checksum fails, an
+ * i_size beyond the largest file, a map meeting more blocks than the
+ * filesystem holds) is -EUCLEAN, worded in @why; a caller that words or
+ * handles it otherwise has ops->damage.  An indirect block whose
+ * pointers the walker changed is resealed and marked changed before the
+ * walk returns, also when a later step failed, so that what the caller
+ * holds and what it writes say the same.
+ */
+#define FMT_BMAP_LEVELS 3            /* indirect levels: single .. triple */
+
+/* An indirect block as the walker holds it, or the inode's i_block (blk 0,
+ * never got, put or resealed). */
+struct fmt_bmap_ind {
+	uint64_t blk;
+	int depth;                   /* levels under it: 1 (single) .. 3 */
+	uint32_t *ptrs;              /* its pointers, little-endian: set by get */
+	void *priv;                  /* the caller's: its page, say */
+};
+
+enum fmt_bmap_get {
+	FMT_BMAP_READ,               /* read it; the walker checks its checksum */
+	FMT_BMAP_WRITE,              /* one held from a READ is about to change */
+	FMT_BMAP_NEW,                /* just allocated: all zero, to be filled */
+};
+
+/* Damage, as the walker words it and in its parts. */
+struct fmt_bmap_bad {
+	const char *why;             /* the whole sentence */
+	uint64_t lblk;               /* the block looked up, or the first
+				      * logical block under the pointer */
+	uint64_t ptr;                /* a pointer naming no block a map holds, */
+	const char *where;           /* and why ("outside the filesystem"); NULL:
+				      * the damage is of another kind */
+};
+
+struct fmt_bmap_ops {
+	/* Set ind->ptrs (and ind->priv) for indirect block ind->blk.  Each READ
+	 * and NEW is matched by one put. */
+	int (*get)(void *ctx, struct fmt_bmap_ind *ind, enum fmt_bmap_get how);
+	void (*put)(void *ctx, struct fmt_bmap_ind *ind);    /* NULL: nothing */
+	/* The walker changes ind->ptrs (i_block too) only between these, and
+	 * calls nothing else there; NULL: no lock is needed. */
+	void (*lock)(void *ctx, struct fmt_bmap_ind *ind);
+	void (*unlock)(void *ctx, struct fmt_bmap_ind *ind);
+	/* ind changed, and was resealed: journal it, write it.  Called for
+	 * i_block after each change of it. */
+	int (*changed)(void *ctx, struct fmt_bmap_ind *ind);
+	/* A new block for a data block (@depth 0) or an indirect block. */
+	int (*alloc)(void *ctx, int depth, uint64_t *blk);
+	/* Free a data block (@depth 0) or an indirect block. */
+	int (*free)(void *ctx, uint64_t blk, int depth);
+	/* Asked before each pointer of a range walk (and each of i_block's
+	 * top-level ones): true ends the walk there for good, a truncation
+	 * low on credits, a check cancelled.  NULL: never. */
+	bool (*stop)(void *ctx);
+	/* Damage met: the error to end the walk with, or 0 to take an
+	 * indirect block whose checksum fails as it is (a bad pointer is
+	 * never followed).  NULL: -EUCLEAN. */
+	int (*damage)(void *ctx, const struct fmt_bmap_bad *bad);
+};
+
+/* A walk: whose map, and how its blocks are reached. */
+struct fmt_bmap {
+	const struct mfs_super *sb;
+	uint32_t ino;
+	struct mfs_inode *in;        /* i_block, the map's root */
+	const struct fmt_bmap_ops *ops;
+	void *ctx;
+	char *why;                   /* damage worded here (may be NULL) */
+	size_t whylen;
+};
+
+/* The block of logical block @lblk in *@pblk, 0 for a hole; -EFBIG beyond
+ * the largest file.  ops: get (READ), put. */
+int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk);
+
+/*
+ * @data for each mapped block of [@first, @end) in order, and @indirect
+ * (may be NULL) for each indirect block of @depth (1 single .. 3 triple)
+ * there that passed its checks.  Non-zero from either ends the walk and
+ * is returned (a positive value is no error).  An i_size beyond the
+ * largest file is damage, a fast symlink maps nothing, and the walk meets
+ * at most as many blocks as the filesystem has.  ops: get (READ), put.
+ */
+int fmt_bmap_read(const struct fmt_bmap *bm, uint64_t first, uint64_t end,
+		  int (*data)(void *arg, uint64_t lblk, uint64_t pblk),
+		  int (*indirect)(void *arg, uint64_t blk, int depth), void *arg);
+
+/* Map @lblk, allocating it and the indirect blocks on its path if it is
+ * a hole (*@isnew says so); -EFBIG beyond the largest file.  ops: get,
+ * put, lock, unlock, changed, alloc. */
+int fmt_bmap_alloc(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk,
+		   bool *isnew);
+
+/*
+ * Free the blocks of [@from, @end), with the indirect blocks whose whole
+ * span is in it (one the range covers in part stays, even empty), until
+ * ops->stop says so: *@stopped then, and a later call goes on from there.
+ * Every indirect block got for writing is resealed and marked changed.
+ * ops: get, put, lock, unlock, changed, free, stop.
+ */
+int fmt_bmap_free(const struct fmt_bmap *bm, uint64_t from, uint64_t end,
+		  bool *stopped);
+
+/* What an edit's visitor does with a pointer. */
+enum {
+	FMT_BMAP_KEEP = 0,           /* keep it (and walk under an indirect one) */
+	FMT_BMAP_SKIP,               /* keep it, do not walk under it */
+	FMT_BMAP_ZERO,               /* replace it with a hole */
+	FMT_BMAP_STOP,               /* end the walk (no error) */
+};
+
+/* A pointer as a visitor sees it. */
+struct fmt_bmap_slot {
+	uint64_t lblk, span;         /* maps logical blocks [lblk, lblk + span) */
+	int depth;                   /* 0: a data block, 1 .. 3: indirect */
+	uint32_t *ptr;               /* little-endian; the visitor may change it */
+	const char *bad;             /* why *ptr names no block a map may hold
+				      * (as fmt_bmap_bad.where), or NULL */
+};
+
+struct fmt_bmap_visit {
+	/* Every non-zero pointer, before what it maps; FMT_BMAP_* or -errno.
+	 * A bad pointer kept is never walked under. */
+	int (*visit)(void *arg, struct fmt_bmap_slot *s);
+	/* The indirect block *s->ptr failed its checksum: ZERO drops it, SKIP
+	 * leaves it unwalked, KEEP walks it (and reseals it).  NULL: SKIP. */
+	int (*bad_indirect)(void *arg, struct fmt_bmap_slot *s);
+	/* The indirect block *s->ptr passed its checks, before its pointers
+	 * are walked; may be NULL. */
+	int (*enter)(void *arg, struct fmt_bmap_slot *s);
+	/* After the blocks under the indirect block *s->ptr; ZERO replaces it
+	 * with a hole.  May be NULL. */
+	int (*leave)(void *arg, struct fmt_bmap_slot *s);
+	void *arg;
+};
+
+/*
+ * Every pointer of the map, in order, through @v, which may change any of
+ * them: a changed indirect block is resealed and marked changed, a change
+ * of i_block is made in bm->in.  No limit on the blocks met: the visitor
+ * judges what it meets twice.  ops: get (READ, WRITE), put, changed,
+ * stop, and lock and unlock if the blocks need them.
+ */
+int fmt_bmap_edit(const struct fmt_bmap *bm, const struct fmt_bmap_visit *v);
+
+/*
+ * fmt_bmap_read for readers without a cache (the tools, fsck, the mount
+ * before recovery): @read_block reads an indirect block into a buffer
+ * of the walk's, and damage is worded in @why.
  */
 struct fmt_bmap_walk {
 	const struct mfs_super *sb;
@@ -128,11 +288,8 @@ struct fmt_bmap_walk {
 	/* Read block @blk into @buf (block size bytes, bdev_alloc_buf). */
 	int (*read_block)(void *read_ctx, uint64_t blk, void *buf);
 	void *read_ctx;
-	/* Indirect block @blk of level @depth (1 single .. 3 triple) passed its
-	 * checks; NULL if not wanted.  Non-zero ends the walk. */
+	/* As fmt_bmap_read's @indirect and @data, with @ctx. */
 	int (*indirect)(void *ctx, uint64_t blk, int depth);
-	/* Logical block @lblk is at @pblk.  Non-zero ends the walk and is
-	 * returned: a positive value stops it without an error. */
 	int (*data)(void *ctx, uint64_t lblk, uint64_t pblk);
 	void *ctx;
 	char *why;
