@@ -4,11 +4,17 @@
  * handle, as ext3 does, so that writeback never needs one), and freeing
  * them on truncate in as many handles as it takes.
  *
+ * The format's walker (fmt_bmap_*) does the walking and the checks of
+ * every pointer and indirect block; what is here is how the mounted
+ * filesystem reaches blocks: indirect blocks are pages of the metadata
+ * mapping, changed under their page lock and journalled, and i_block is
+ * changed under the node's lock, which every copy of the inode takes.
+ *
  * node->map_lock guards i_block and the indirect blocks: read for lookups
  * (readpage(s) and writepages take it under their page locks), written
- * for allocation and truncation.  Indirect blocks live in the metadata
- * mapping and are journalled; their checksum (kind INDIRECT, id = the
- * inode) is checked each time one is read for a lookup.
+ * for allocation and truncation, so i_block is read under it without the
+ * node's lock.  An indirect block's checksum (kind INDIRECT, id = the
+ * inode) is checked each time one is read.
  */
 #include "mfs_i.h"
 #include "balloc.h"
@@ -20,80 +26,112 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* ---- lookups ------------------------------------------------------------- */
+/* ---- the walker's callbacks ----------------------------------------------- */
 
-static uint32_t *ind_ptrs(struct pc_page *pg)
+/* What they need: the node, the handle of a change (none to read), and
+ * the function that walks, which damage met on the way is said by. */
+struct map_ctx {
+	struct mfs_node *n;
+	struct jnl_handle *h;
+	const char *func;
+};
+
+static int map_get(void *arg, struct fmt_bmap_ind *ind, enum fmt_bmap_get how)
 {
-	return pg->data;
-}
+	struct map_ctx *c = arg;
+	struct pc_page *pg;
+	int err;
 
-static int ind_read(struct mfs_node *n, uint64_t blk, struct pc_page **pg)
-{
-	struct mfs_fs *fs = n->fs;
-	int err = mfs_meta_read(fs, blk, pg);
-
+	if (how == FMT_BMAP_WRITE)
+		return mfs_journal_access(c->n->fs, c->h, ind->priv, ind->blk);
+	if (how == FMT_BMAP_NEW)
+		err = mfs_meta_access(c->n->fs, c->h, ind->blk, true, &pg);
+	else
+		err = mfs_meta_read(c->n->fs, ind->blk, &pg);
 	if (err)
 		return err;
-	if (!fmt_block_csum_ok(&fs->sb, MFS_CSUM_INDIRECT, n->ino, (*pg)->data)) {
-		pc_put_page(*pg);
-		return mfs_error(fs, "indirect block %" PRIu64 " of inode %" PRIu64
-				 ": checksum mismatch", blk, n->ino);
-	}
+	ind->priv = pg;
+	ind->ptrs = pg->data;
 	return 0;
 }
 
-static int ptr_check(struct mfs_node *n, uint64_t ptr, uint64_t from)
+static void map_put(void *arg, struct fmt_bmap_ind *ind)
 {
-	const char *where;
+	(void)arg;
+	pc_put_page(ind->priv);
+}
 
-	if (ptr >= n->fs->nblocks || ptr < le32toh(n->fs->sb.s_first_data_block))
-		where = "outside the filesystem";
-	else if (fmt_block_in_group_meta(&n->fs->sb, ptr))
-		where = "on the metadata of its group";
+static void map_lock(void *arg, struct fmt_bmap_ind *ind)
+{
+	struct map_ctx *c = arg;
+
+	if (ind->blk)
+		pc_lock_page(ind->priv);
 	else
-		return 0;
-	return mfs_error(n->fs, "inode %" PRIu64 ": block %" PRIu64 " maps to %"
-			 PRIu64 ", %s", n->ino, from, ptr, where);
+		pthread_mutex_lock(&c->n->lock);
 }
 
-/* map_lock held (either way). */
-static int lookup_locked(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
+static void map_unlock(void *arg, struct fmt_bmap_ind *ind)
 {
-	uint32_t off[4];
-	int depth = fmt_block_to_path(n->fs->apb, lblk, off);
-	uint64_t ptr;
-	int err = 0;
+	struct map_ctx *c = arg;
 
-	*pblk = 0;
-	if (!depth)
-		return -EFBIG;
-	pthread_mutex_lock(&n->lock);
-	ptr = le32toh(n->raw.i_block[off[0]]);
-	pthread_mutex_unlock(&n->lock);
-	for (int d = 1; d < depth && ptr && !err; d++) {
-		struct pc_page *pg;
-
-		err = ptr_check(n, ptr, lblk);
-		if (!err)
-			err = ind_read(n, ptr, &pg);
-		if (!err) {
-			ptr = le32toh(ind_ptrs(pg)[off[d]]);
-			pc_put_page(pg);
-		}
-	}
-	if (!err && ptr)
-		err = ptr_check(n, ptr, lblk);
-	if (!err)
-		*pblk = ptr;
-	return err;
+	if (ind->blk)
+		pc_unlock_page(ind->priv);
+	else
+		pthread_mutex_unlock(&c->n->lock);
 }
+
+/* i_block goes to the disk with the inode, which its changer writes. */
+static int map_changed(void *arg, struct fmt_bmap_ind *ind)
+{
+	struct map_ctx *c = arg;
+
+	return ind->blk ? mfs_meta_dirty(c->n->fs, c->h, ind->blk, ind->priv) : 0;
+}
+
+static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk);
+
+static int map_alloc(void *arg, int depth, uint64_t *blk)
+{
+	struct map_ctx *c = arg;
+
+	(void)depth;
+	return new_block(c->n, c->h, blk);
+}
+
+static int map_damage(void *arg, const struct fmt_bmap_bad *bad)
+{
+	struct map_ctx *c = arg;
+
+	if (!bad->where)
+		return mfs_error_at(c->n->fs, c->func, "%s", bad->why);
+	return mfs_error_at(c->n->fs, c->func, "inode %" PRIu64 ": block %" PRIu64
+			    " maps to %" PRIu64 ", %s", c->n->ino, bad->lblk, bad->ptr,
+			    bad->where);
+}
+
+static const struct fmt_bmap_ops map_ops = {
+	.get = map_get, .put = map_put, .lock = map_lock, .unlock = map_unlock,
+	.changed = map_changed, .alloc = map_alloc, .damage = map_damage,
+};
+
+static struct fmt_bmap node_bmap(struct map_ctx *c, const struct fmt_bmap_ops *ops)
+{
+	/* An inode of memory has no block map: the number fits. */
+	return (struct fmt_bmap){ .sb = &c->n->fs->sb, .ino = (uint32_t)c->n->ino,
+				  .in = &c->n->raw, .ops = ops, .ctx = c };
+}
+
+/* ---- lookups ------------------------------------------------------------- */
 
 int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
 {
+	struct map_ctx c = { .n = n, .func = __func__ };
+	struct fmt_bmap bm = node_bmap(&c, &map_ops);
 	int err;
 
 	pthread_rwlock_rdlock(&n->map_lock);
-	err = lookup_locked(n, lblk, pblk);
+	err = fmt_bmap_find(&bm, lblk, pblk);
 	pthread_rwlock_unlock(&n->map_lock);
 	return err;
 }
@@ -101,24 +139,10 @@ int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
 /* ---- SEEK_DATA and SEEK_HOLE --------------------------------------------- */
 
 struct seek_ctx {
-	struct mfs_node *n;
 	bool data;               /* looking for data, else for a hole */
 	uint64_t next;           /* the block a hole search expects next */
 	uint64_t found;
 };
-
-static int seek_read(void *arg, uint64_t blk, void *buf)
-{
-	struct seek_ctx *c = arg;
-	struct pc_page *pg;
-	int err = mfs_meta_read(c->n->fs, blk, &pg);
-
-	if (err)
-		return err;
-	memcpy(buf, pg->data, c->n->fs->bs);
-	pc_put_page(pg);
-	return 0;
-}
 
 /* Blocks arrive in order: the first one is the data sought, and the
  * first gap before one is the hole sought. */
@@ -135,28 +159,36 @@ static int seek_block(void *arg, uint64_t lblk, uint64_t pblk)
 	return 0;
 }
 
+/* The walk's own words for any damage it meets. */
+static int seek_damage(void *arg, const struct fmt_bmap_bad *bad)
+{
+	struct map_ctx *c = arg;
+
+	return mfs_error_at(c->n->fs, c->func, "%s", bad->why);
+}
+
+static const struct fmt_bmap_ops seek_ops = {
+	.get = map_get, .put = map_put, .damage = seek_damage,
+};
+
 int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
 		  uint64_t *out)
 {
-	struct mfs_fs *fs = n->fs;
-	struct seek_ctx c = { .n = n, .data = data, .next = lblk, .found = end };
+	struct seek_ctx c = { .data = data, .next = lblk, .found = end };
+	struct map_ctx mc = { .n = n, .func = __func__ };
 	struct mfs_inode in;
-	char why[160] = "";
-	struct fmt_bmap_walk w = {
-		.sb = &fs->sb, .ino = n->ino, .in = &in,
-		.read_block = seek_read, .read_ctx = &c,
-		.data = seek_block, .ctx = &c, .why = why, .whylen = sizeof(why),
-	};
+	struct fmt_bmap bm = { .sb = &n->fs->sb, .ino = (uint32_t)n->ino, .in = &in,
+			       .ops = &seek_ops, .ctx = &mc };
 	int err;
 
 	pthread_rwlock_rdlock(&n->map_lock);
 	pthread_mutex_lock(&n->lock);
 	in = n->raw;
 	pthread_mutex_unlock(&n->lock);
-	err = fmt_bmap_walk(&w, lblk, end);
+	err = fmt_bmap_read(&bm, lblk, end, seek_block, NULL, &c);
 	pthread_rwlock_unlock(&n->map_lock);
 	if (err < 0)
-		return err == -EUCLEAN ? mfs_error(fs, "%s", why) : err;
+		return err;
 	if (!data && !err)
 		c.found = c.next;        /* mapped up to the end of the walk */
 	*out = UT_MIN(c.found, end);
@@ -194,100 +226,13 @@ static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
 	return 0;
 }
 
-/* A new, empty indirect block. */
-static int new_indirect(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
-{
-	struct mfs_fs *fs = n->fs;
-	struct pc_page *pg;
-	int err = new_block(n, h, blk);
-
-	if (!err)
-		err = mfs_meta_access(fs, h, *blk, true, &pg);
-	if (err)
-		return err;
-	pc_lock_page(pg);
-	fmt_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
-	pc_unlock_page(pg);
-	err = mfs_meta_dirty(fs, h, *blk, pg);
-	pc_put_page(pg);
-	return err;
-}
-
-/* Point slot @i of indirect block @parent (or of i_block if 0) at @blk. */
-static int set_slot(struct mfs_node *n, struct jnl_handle *h, uint64_t parent,
-		    uint32_t i, uint64_t blk)
-{
-	struct mfs_fs *fs = n->fs;
-	struct pc_page *pg;
-	int err;
-
-	if (!parent) {
-		pthread_mutex_lock(&n->lock);
-		n->raw.i_block[i] = htole32((uint32_t)blk);
-		pthread_mutex_unlock(&n->lock);
-		return 0;
-	}
-	err = mfs_meta_access(fs, h, parent, false, &pg);
-	if (err)
-		return err;
-	pc_lock_page(pg);
-	ind_ptrs(pg)[i] = htole32((uint32_t)blk);
-	fmt_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, n->ino, pg->data);
-	pc_unlock_page(pg);
-	err = mfs_meta_dirty(fs, h, parent, pg);
-	pc_put_page(pg);
-	return err;
-}
-
-static int read_slot(struct mfs_node *n, uint64_t parent, uint32_t i,
-		     uint64_t lblk, uint64_t *ptr)
-{
-	struct pc_page *pg;
-	int err;
-
-	if (!parent) {
-		pthread_mutex_lock(&n->lock);
-		*ptr = le32toh(n->raw.i_block[i]);
-		pthread_mutex_unlock(&n->lock);
-	} else {
-		err = ind_read(n, parent, &pg);
-		if (err)
-			return err;
-		*ptr = le32toh(ind_ptrs(pg)[i]);
-		pc_put_page(pg);
-	}
-	return *ptr ? ptr_check(n, *ptr, lblk) : 0;
-}
-
 static int alloc_locked(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 			uint64_t *pblk, bool *isnew)
 {
-	uint32_t off[4];
-	int depth = fmt_block_to_path(n->fs->apb, lblk, off);
-	uint64_t parent = 0, ptr = 0;
-	int err = 0;
+	struct map_ctx c = { .n = n, .h = h, .func = __func__ };
+	struct fmt_bmap bm = node_bmap(&c, &map_ops);
 
-	*isnew = false;
-	if (!depth)
-		return -EFBIG;
-	for (int d = 0; d < depth && !err; d++) {
-		err = read_slot(n, parent, off[d], lblk, &ptr);
-		if (err || ptr) {
-			parent = ptr;
-			continue;
-		}
-		if (d == depth - 1) {
-			err = new_block(n, h, &ptr);
-			*isnew = !err;
-		} else {
-			err = new_indirect(n, h, &ptr);
-		}
-		if (!err)
-			err = set_slot(n, h, parent, off[d], ptr);
-		parent = ptr;
-	}
-	*pblk = ptr;
-	return err;
+	return fmt_bmap_alloc(&bm, lblk, pblk, isnew);
 }
 
 int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
@@ -386,15 +331,11 @@ uint64_t mfs_truncate_credits(struct mfs_fs *fs)
 }
 
 struct trunc {
-	struct mfs_node *n;
-	struct jnl_handle *h;
-	uint64_t from, end;          /* logical blocks [from, end) to free */
+	struct map_ctx c;            /* first: the walker's callbacks take it */
 	bool meta;                   /* the data blocks are journalled */
 	int credits;                 /* left in the handle (an estimate) */
 	uint64_t freed;
 	uint64_t run, run_len;       /* data blocks waiting to be freed */
-	bool more;                   /* stopped for lack of credits */
-	uint64_t span[4];
 };
 
 /*
@@ -407,26 +348,19 @@ static int run_flush(struct trunc *t)
 	int err = 0;
 
 	if (t->run_len)
-		err = mfs_free_blocks(t->n->fs, t->h, t->run, (uint32_t)t->run_len, t->meta);
+		err = mfs_free_blocks(t->c.n->fs, t->c.h, t->run, (uint32_t)t->run_len, t->meta);
 	if (err)
-		mfs_error(t->n->fs, "inode %" PRIu64 ": cannot free blocks %" PRIu64 "+%" PRIu64
-			  " (%s): they stay allocated until fsck frees them", t->n->ino,
+		mfs_error(t->c.n->fs, "inode %" PRIu64 ": cannot free blocks %" PRIu64 "+%" PRIu64
+			  " (%s): they stay allocated until fsck frees them", t->c.n->ino,
 			  t->run, t->run_len, strerror(-err));
 	t->freed += t->run_len;
 	t->run_len = 0;
 	return err;
 }
 
-static bool out_of_credits(struct trunc *t)
-{
-	if (t->credits < TRUNC_MARGIN)
-		t->more = true;
-	return t->more;
-}
-
 static int free_data(struct trunc *t, uint64_t blk)
 {
-	struct mfs_fs *fs = t->n->fs;
+	struct mfs_fs *fs = t->c.n->fs;
 	uint64_t fdb = le32toh(fs->sb.s_first_data_block);
 	bool same_group = t->run_len && (blk - fdb) / fs->bpg == (t->run - fdb) / fs->bpg;
 
@@ -450,105 +384,41 @@ static int free_meta(struct trunc *t, uint64_t blk)
 {
 	t->credits -= 3;
 	t->freed++;
-	return mfs_free_blocks(t->n->fs, t->h, blk, 1, true);
+	return mfs_free_blocks(t->c.n->fs, t->c.h, blk, 1, true);
 }
 
-static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
-		     bool *gone);
-
-/* Free what slot @i of @pg maps (a child of level @depth at @base). */
-static int trunc_child(struct trunc *t, uint32_t *slot, int depth, uint64_t base)
+static int trunc_get(void *arg, struct fmt_bmap_ind *ind, enum fmt_bmap_get how)
 {
-	uint64_t ptr = le32toh(*slot);
-	bool gone = true;
-	int err = ptr_check(t->n, ptr, base);
+	struct trunc *t = arg;
+	int err = map_get(&t->c, ind, how);
 
-	if (!err && depth > 1)
-		err = trunc_ind(t, ptr, depth - 1, base, &gone);
-	if (err || !gone)
-		return err;
-	err = depth > 1 ? free_meta(t, ptr) : free_data(t, ptr);
-	if (!err)
-		*slot = 0;
+	if (!err && how == FMT_BMAP_WRITE)
+		t->credits--;
 	return err;
 }
 
-static int trunc_ind(struct trunc *t, uint64_t blk, int depth, uint64_t base,
-		     bool *gone)
+static int trunc_free(void *arg, uint64_t blk, int depth)
 {
-	struct mfs_fs *fs = t->n->fs;
-	uint64_t span = t->span[depth - 1];
-	uint32_t i = base >= t->from ? 0 : (uint32_t)((t->from - base) / span);
-	struct pc_page *pg;
-	int e, err = ind_read(t->n, blk, &pg);
+	struct trunc *t = arg;
 
-	if (err)
-		return err;
-	err = mfs_journal_access(t->n->fs, t->h, pg, blk);
-	if (err) {
-		pc_put_page(pg);
-		return err;
-	}
-	t->credits--;
-	for (; i < fs->apb && !err && !out_of_credits(t); i++) {
-		uint32_t slot;
-		uint64_t cbase = base + i * span;
-
-		pc_lock_page(pg);
-		slot = ind_ptrs(pg)[i];
-		pc_unlock_page(pg);
-		if (cbase >= t->end)
-			break;
-		if (!slot || (depth == 1 && cbase < t->from))
-			continue;
-		err = trunc_child(t, &slot, depth, cbase);
-		pc_lock_page(pg);
-		ind_ptrs(pg)[i] = slot;
-		pc_unlock_page(pg);
-	}
-	/* What changed goes to the journal even when a child failed: the
-	 * block in memory and on the disk must say the same. */
-	pc_lock_page(pg);
-	fmt_block_set_csum(&fs->sb, MFS_CSUM_INDIRECT, t->n->ino, pg->data);
-	pc_unlock_page(pg);
-	e = jnl_dirty(t->h, blk);
-	err = err ? err : e;
-	pc_put_page(pg);
-	/* An indirect block goes only when its whole span is freed: one a
-	 * punched hole covers in part stays, even if left empty. */
-	*gone = !err && !t->more && base >= t->from &&
-		base + t->span[depth] <= t->end;
-	return err;
+	return depth ? free_meta(t, blk) : free_data(t, blk);
 }
 
-static int trunc_top(struct trunc *t)
+static bool out_of_credits(void *arg)
 {
-	struct mfs_node *n = t->n;
-	uint64_t base = MFS_NDIR_BLOCKS;
-	int err = 0;
+	struct trunc *t = arg;
 
-	for (uint64_t b = t->from; b < UT_MIN(t->end, MFS_NDIR_BLOCKS) && !err &&
-	     !out_of_credits(t); b++) {
-		uint32_t slot = n->raw.i_block[b];
-
-		if (slot)
-			err = trunc_child(t, &slot, 1, b);
-		pthread_mutex_lock(&n->lock);
-		n->raw.i_block[b] = slot;
-		pthread_mutex_unlock(&n->lock);
-	}
-	for (int d = 1; d <= 3 && !err && !out_of_credits(t); d++) {
-		uint32_t slot = n->raw.i_block[MFS_NDIR_BLOCKS + d - 1];
-
-		if (slot && base + t->span[d] > t->from && base < t->end)
-			err = trunc_child(t, &slot, d + 1, base);
-		pthread_mutex_lock(&n->lock);
-		n->raw.i_block[MFS_NDIR_BLOCKS + d - 1] = slot;
-		pthread_mutex_unlock(&n->lock);
-		base += t->span[d];
-	}
-	return err;
+	return t->credits < TRUNC_MARGIN;
 }
+
+/* The walker dirties every indirect block it got for writing, and a slot
+ * is cleared as its block is freed (a data block's free is pended in the
+ * run): memory and journal say the same whatever step failed. */
+static const struct fmt_bmap_ops trunc_ops = {
+	.get = trunc_get, .put = map_put, .lock = map_lock, .unlock = map_unlock,
+	.changed = map_changed, .free = trunc_free, .stop = out_of_credits,
+	.damage = map_damage,
+};
 
 /* One handle's worth of freeing; *@more if blocks are left. */
 static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *more)
@@ -556,18 +426,16 @@ static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *mor
 	struct mfs_fs *fs = n->fs;
 	struct jnl_handle h;
 	uint32_t credits = (uint32_t)mfs_truncate_credits(fs);
-	struct trunc t = { .n = n, .h = &h, .from = from, .end = end,
-			   .credits = (int)credits - 1,
+	struct trunc t = { .c = { .n = n, .h = &h, .func = __func__ }, .credits = (int)credits - 1,
 			   .meta = !S_ISREG(node_mode(n)) || atomic_load(&n->jdata) };
+	struct fmt_bmap bm = node_bmap(&t.c, &trunc_ops);
 	int e, err = mfs_jstart(fs, credits, &h);
 
+	*more = false;
 	if (err)
 		return err;
-	t.span[0] = 1;
-	for (int d = 1; d < 4; d++)
-		t.span[d] = t.span[d - 1] * fs->apb;
 	pthread_rwlock_wrlock(&n->map_lock);
-	err = trunc_top(&t);
+	err = fmt_bmap_free(&bm, from, end, more);
 	if (!err)
 		err = run_flush(&t);
 	pthread_rwlock_unlock(&n->map_lock);
@@ -576,7 +444,6 @@ static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *mor
 				  UT_MIN(le64toh(n->raw.i_blocks), t.freed * (fs->bs / 512)));
 	pthread_mutex_unlock(&n->lock);
 	e = mfs_inode_write(n, &h, true);      /* slots cleared before a failure too */
-	*more = t.more;
 	return mfs_jstop(fs, &h, err ? err : e);
 }
 
