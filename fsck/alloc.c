@@ -168,52 +168,6 @@ int fsck_dblist_add(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t pb
 	return 0;
 }
 
-/* ---- block maps ---------------------------------------------------------------- */
-
-int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
-		    uint64_t lblk, uint64_t pblk, uint64_t *added)
-{
-	uint32_t off[4], *slot;
-	int depth = fmt_block_to_path(fmt_addr_per_block(c->bs), lblk, off);
-	uint32_t *blk = c->ind[0], *zero = c->ind[1];
-	uint64_t at = 0;
-	int err = 0;
-
-	if (!depth)
-		return -EFBIG;
-	slot = &in->i_block[off[0]];
-	for (int d = 1; d < depth && !err; d++) {
-		if (!*slot) {
-			uint64_t nb;
-
-			err = fsck_alloc_block(c, pblk, &nb);
-			memset(zero, 0, c->bs);
-			if (!err) {
-				fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, zero);
-				err = fsck_write(c, nb, zero);
-			}
-			if (err)
-				return err;
-			*slot = htole32((uint32_t)nb);
-			(*added)++;
-		}
-		if (at) {
-			fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
-			err = fsck_write(c, at, blk);
-		}
-		at = le32toh(*slot);
-		if (!err)
-			err = fsck_read(c, at, blk);
-		slot = &blk[off[d]];
-	}
-	*slot = htole32((uint32_t)pblk);
-	if (!err && at) {
-		fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, ino, blk);
-		err = fsck_write(c, at, blk);
-	}
-	return err;
-}
-
 /* ---- directory blocks ------------------------------------------------------------ */
 
 static struct mfs_dirent *dirent_at(void *blk, uint32_t off)
@@ -311,24 +265,22 @@ static bool remove_in_block(struct fsck_ctx *c, void *blk, const struct edit *e)
 }
 
 /* Each sound block of the directory in turn, until the edit is done. */
-static int edit_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
-		      uint32_t *ptr)
+static int edit_visit(struct fsck_map_walk *w, struct fmt_bmap_slot *s)
 {
 	struct edit *e = w->arg;
 	struct fsck_ctx *c = w->c;
-	uint64_t blk = le32toh(*ptr);
+	uint64_t blk = le32toh(*s->ptr);
 	int err;
 
-	(void)span;
-	if (e->done || !fsck_block_ok(c, blk))
-		return MAP_SKIP;
-	if (depth || lblk >= le64toh(w->in->i_size) / c->bs)
-		return MAP_KEEP;
+	if (e->done || s->bad)
+		return FMT_BMAP_SKIP;
+	if (s->depth || s->lblk >= le64toh(w->in->i_size) / c->bs)
+		return FMT_BMAP_KEEP;
 	err = fsck_read(c, blk, c->buf2);
 	if (err || fmt_dirblock_check(&c->sb, w->ino, c->buf2, NULL, 0))
 		return err;
 	if (!e->fn(c, c->buf2, e))
-		return MAP_KEEP;
+		return FMT_BMAP_KEEP;
 	fmt_block_set_csum(&c->sb, MFS_CSUM_DIR, w->ino, c->buf2);
 	e->done = true;
 	return fsck_write(c, blk, c->buf2);

@@ -187,41 +187,40 @@ static inline bool inode_in_use(const struct fsck_ctx *c, uint32_t ino)
 /* The slot holds an inode in use: a mode and no deletion time. */
 bool fsck_slot_in_use(const struct mfs_inode *in);
 
-/* ---- map.c: the repairing block-map walk ---- */
+/* ---- map.c: block maps, through the format's walker ---- */
 
-/* What a visitor does with a pointer. */
-enum {
-	MAP_KEEP = 0,                /* keep it (and walk under an indirect one) */
-	MAP_SKIP,                    /* keep it, do not walk under it */
-	MAP_ZERO,                    /* replace it with a hole */
-};
-
+/*
+ * A walk over every pointer of @in's map that may change what it walks
+ * (fmt_bmap_edit): each visitor gets the pointer as a fmt_bmap_slot,
+ * with the walker's verdict on it in s->bad, and answers FMT_BMAP_*; an
+ * indirect block whose pointers changed is written back resealed, the
+ * inode's own pointers are changed in @in for the caller to write.
+ * Stops when c->stop is set.
+ */
 struct fsck_map_walk {
 	struct fsck_ctx *c;
 	uint32_t ino;
 	struct mfs_inode *in;        /* changed in place; see inode_dirty */
-	/*
-	 * Called for every non-zero pointer: a data block (@depth 0) or an
-	 * indirect block of @depth 1 (single) to 3 (triple) mapping logical
-	 * blocks [@lblk, @lblk + @span).  It may change *@ptr (to a copy of
-	 * the block); returns MAP_* or -errno.
-	 */
-	int (*visit)(struct fsck_map_walk *w, uint64_t lblk, uint64_t span,
-		     int depth, uint32_t *ptr);
-	/* Indirect block *@ptr failed its checksum: MAP_ZERO drops it,
-	 * MAP_SKIP leaves it unwalked, MAP_KEEP walks it (its checksum is
-	 * then rewritten with it).  NULL: MAP_SKIP. */
-	int (*bad_indirect)(struct fsck_map_walk *w, uint64_t lblk, int depth,
-			    uint32_t *ptr);
-	/* After the blocks under indirect block *@ptr were walked; MAP_ZERO
+	/* Every non-zero pointer, data or indirect; it may change *s->ptr (to
+	 * a copy of the block). */
+	int (*visit)(struct fsck_map_walk *w, struct fmt_bmap_slot *s);
+	/* Indirect block *s->ptr failed its checksum: FMT_BMAP_ZERO drops
+	 * it, SKIP leaves it unwalked, KEEP walks it (its checksum is then
+	 * rewritten with it).  NULL: SKIP. */
+	int (*bad_indirect)(struct fsck_map_walk *w, struct fmt_bmap_slot *s);
+	/* After the blocks under indirect block *s->ptr were walked; ZERO
 	 * replaces it with a hole.  May be NULL. */
-	int (*leave)(struct fsck_map_walk *w, uint64_t lblk, int depth,
-		     uint32_t *ptr);
+	int (*leave)(struct fsck_map_walk *w, struct fmt_bmap_slot *s);
 	void *arg;
 	bool inode_dirty;            /* i_block changed: the caller writes it */
 };
 
 int fsck_map_walk(struct fsck_map_walk *w);
+/* Map logical block @lblk, a hole, of @in to @pblk, making the indirect
+ * blocks on the way (@added counts them); the inode is the caller's to
+ * write.  -EEXIST if @lblk is mapped already. */
+int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
+		  uint64_t lblk, uint64_t pblk, uint64_t *added);
 
 /* ---- alloc.c: what repairs allocate ---- */
 
@@ -245,10 +244,6 @@ int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name,
 int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child, const char *name);
 /* Make a directory @ino (allocated) in @parent; the caller adds the entry. */
 int fsck_mkdir(struct fsck_ctx *c, uint32_t ino, uint32_t parent, uint16_t perm);
-/* Map logical block @lblk of @in to @pblk, making the indirect blocks on
- * the way (@added counts them); the inode is the caller's to write. */
-int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
-		  uint64_t lblk, uint64_t pblk, uint64_t *added);
 /* Add @by to inode @ino's link count on the disk. */
 int fsck_adjust_links(struct fsck_ctx *c, uint32_t ino, int by);
 struct fsck_dir *fsck_dir_find(struct fsck_ctx *c, uint32_t ino);

@@ -1,111 +1,147 @@
 /*
- * map.c - the block-map walk of fsck, which may change what it walks.
- *
- * The mount's walk (fmt_bmap_walk) stops at the first bad pointer; fsck
- * must go on past it and mend it.  Here a visitor sees every pointer,
- * data and indirect alike, and may keep it, keep it without walking under
- * it, replace it with a hole or with another block; an indirect block
- * whose pointers changed is written back with a fresh checksum, and the
- * inode's own pointers are left changed in w->in for the caller to write.
- * The depth of the tree bounds the recursion (three levels, each with its
- * own buffer), however the pointers of a damaged map repeat.  Pointers
- * are passed as they are on disk (little-endian).
+ * map.c - fsck's block-map walks, on the format's walker: the repairing
+ * walk (fmt_bmap_edit), which goes on past damage and lets its visitor
+ * mend it, and mapping a hole (fmt_bmap_alloc).  Blocks are read and
+ * written raw, each level of the tree into a buffer of its own; the
+ * walker checks every pointer and indirect block and reseals what it
+ * changed, which is written back here.
  */
 #include "fsck_i.h"
 
 #include <errno.h>
+#include <string.h>
 
-struct level {
-	struct fsck_map_walk *w;
-	uint32_t apb;
-	uint64_t span[4];            /* logical blocks under one pointer */
-};
-
-static int walk_ptr(struct level *l, uint64_t lblk, int depth, uint32_t *slot,
-		    bool *changed);
-
-/* Walk indirect block @blk of @depth, which maps from @lblk on. */
-static int walk_indirect(struct level *l, uint64_t lblk, int depth, uint32_t *slot,
-			 bool *changed)
+static int raw_get(struct fsck_ctx *c, struct fmt_bmap_ind *ind, enum fmt_bmap_get how)
 {
-	struct fsck_map_walk *w = l->w;
-	struct fsck_ctx *c = w->c;
-	uint32_t *ptrs = c->ind[depth - 1];
-	bool dirty = false;
-	uint64_t blk = le32toh(*slot);
-	int err = fsck_read(c, blk, ptrs), r = MAP_KEEP;
-
-	if (err)
-		return err;
-	if (!fmt_block_csum_ok(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs)) {
-		r = w->bad_indirect ? w->bad_indirect(w, lblk, depth, slot) : MAP_SKIP;
-		if (r == MAP_ZERO) {
-			*slot = 0;
-			*changed = true;
-		}
-		if (r != MAP_KEEP)
-			return r < 0 ? r : 0;
-		dirty = true;
-	}
-	for (uint32_t i = 0; i < l->apb && !err && !c->stop; i++) {
-		if (!ptrs[i])
-			continue;
-		err = walk_ptr(l, lblk + i * l->span[depth - 1], depth - 1, &ptrs[i], &dirty);
-	}
-	if (!err && dirty && c->rw) {
-		fmt_block_set_csum(&c->sb, MFS_CSUM_INDIRECT, w->ino, ptrs);
-		err = fsck_write(c, le32toh(*slot), ptrs);
-	}
-	return err;
+	ind->ptrs = c->ind[ind->depth - 1];
+	if (how == FMT_BMAP_NEW)
+		memset(ind->ptrs, 0, c->bs);
+	return how == FMT_BMAP_READ ? fsck_read(c, ind->blk, ind->ptrs) : 0;
 }
 
-static int walk_ptr(struct level *l, uint64_t lblk, int depth, uint32_t *slot,
-		    bool *changed)
-{
-	struct fsck_map_walk *w = l->w;
-	uint32_t before = *slot;
-	int r = w->visit(w, lblk, l->span[depth], depth, slot);
+/* ---- the repairing walk ---------------------------------------------------- */
 
-	if (r < 0)
-		return r;
-	if (r == MAP_ZERO)
-		*slot = 0;
-	if (*slot != before)
-		*changed = true;
-	/* Never read what is not a block of the groups' data. */
-	if (r != MAP_KEEP || !depth || !*slot || !fsck_block_ok(w->c, le32toh(*slot)))
+static int walk_get(void *arg, struct fmt_bmap_ind *ind, enum fmt_bmap_get how)
+{
+	struct fsck_map_walk *w = arg;
+
+	return raw_get(w->c, ind, how);
+}
+
+/* With -n nothing is written: the walk still tells what it would change. */
+static int walk_changed(void *arg, struct fmt_bmap_ind *ind)
+{
+	struct fsck_map_walk *w = arg;
+
+	if (!ind->blk) {
+		w->inode_dirty = true;
 		return 0;
-	r = walk_indirect(l, lblk, depth, slot, changed);
-	if (r || !w->leave || !*slot)
-		return r;
-	r = w->leave(w, lblk, depth, slot);
-	if (r == MAP_ZERO) {
-		*slot = 0;
-		*changed = true;
 	}
-	return r < 0 ? r : 0;
+	return w->c->rw ? fsck_write(w->c, ind->blk, ind->ptrs) : 0;
+}
+
+static bool walk_stop(void *arg)
+{
+	struct fsck_map_walk *w = arg;
+
+	return w->c->stop;
+}
+
+static const struct fmt_bmap_ops walk_ops = {
+	.get = walk_get, .changed = walk_changed, .stop = walk_stop,
+};
+
+static int on_visit(void *arg, struct fmt_bmap_slot *s)
+{
+	struct fsck_map_walk *w = arg;
+
+	return w->visit(w, s);
+}
+
+static int on_bad_indirect(void *arg, struct fmt_bmap_slot *s)
+{
+	struct fsck_map_walk *w = arg;
+
+	return w->bad_indirect(w, s);
+}
+
+static int on_leave(void *arg, struct fmt_bmap_slot *s)
+{
+	struct fsck_map_walk *w = arg;
+
+	return w->leave(w, s);
 }
 
 int fsck_map_walk(struct fsck_map_walk *w)
 {
-	struct level l = { .w = w, .apb = fmt_addr_per_block(w->c->bs) };
-	uint64_t base = MFS_NDIR_BLOCKS;
-	int err = 0;
+	struct fmt_bmap bm = { .sb = &w->c->sb, .ino = w->ino, .in = w->in,
+			       .ops = &walk_ops, .ctx = w };
+	struct fmt_bmap_visit v = { .visit = on_visit,
+				    .bad_indirect = w->bad_indirect ? on_bad_indirect : NULL,
+				    .leave = w->leave ? on_leave : NULL, .arg = w };
 
-	if (fmt_inode_is_fast_symlink(w->in))
+	return fmt_bmap_edit(&bm, &v);
+}
+
+/* ---- mapping a hole ------------------------------------------------------- */
+
+struct set {
+	struct fsck_ctx *c;
+	uint64_t pblk;               /* the data block to map */
+	uint64_t *added;             /* indirect blocks made */
+};
+
+static int set_get(void *arg, struct fmt_bmap_ind *ind, enum fmt_bmap_get how)
+{
+	struct set *s = arg;
+
+	return raw_get(s->c, ind, how);
+}
+
+static int set_changed(void *arg, struct fmt_bmap_ind *ind)
+{
+	struct set *s = arg;
+
+	return ind->blk ? fsck_write(s->c, ind->blk, ind->ptrs) : 0;
+}
+
+/* The data block is the caller's; indirect blocks are taken near it. */
+static int set_alloc(void *arg, int depth, uint64_t *blk)
+{
+	struct set *s = arg;
+	int err;
+
+	if (!depth) {
+		*blk = s->pblk;
 		return 0;
-	l.span[0] = 1;
-	for (int d = 1; d <= 3; d++)
-		l.span[d] = l.span[d - 1] * l.apb;
-	for (uint32_t b = 0; b < MFS_NDIR_BLOCKS && !err && !w->c->stop; b++)
-		if (w->in->i_block[b])
-			err = walk_ptr(&l, b, 0, &w->in->i_block[b], &w->inode_dirty);
-	for (int d = 1; d <= 3 && !err && !w->c->stop; d++) {
-		uint32_t *slot = &w->in->i_block[MFS_NDIR_BLOCKS + d - 1];
-
-		if (*slot)
-			err = walk_ptr(&l, base, d, slot, &w->inode_dirty);
-		base += l.span[d];
 	}
+	err = fsck_alloc_block(s->c, s->pblk, blk);
+	if (!err)
+		(*s->added)++;
 	return err;
+}
+
+/* An indirect block on the way is taken whatever its checksum says, and
+ * resealed when it changes: what else it maps is pass 1's to judge. */
+static int set_damage(void *arg, const struct fmt_bmap_bad *bad)
+{
+	(void)arg;
+	return bad->where ? -EUCLEAN : 0;
+}
+
+static const struct fmt_bmap_ops set_ops = {
+	.get = set_get, .changed = set_changed, .alloc = set_alloc, .damage = set_damage,
+};
+
+int fsck_bmap_set(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
+		  uint64_t lblk, uint64_t pblk, uint64_t *added)
+{
+	struct set s = { .c = c, .pblk = pblk, .added = added };
+	struct fmt_bmap bm = { .sb = &c->sb, .ino = ino, .in = in, .ops = &set_ops,
+			       .ctx = &s };
+	uint64_t got;
+	bool isnew;
+	int err = fmt_bmap_alloc(&bm, lblk, &got, &isnew);
+
+	return !err && got != pblk ? -EEXIST : err;
 }

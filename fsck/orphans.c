@@ -26,29 +26,26 @@ static void cut_free(struct fsck_ctx *c, uint64_t blk, struct cut *k)
 	k->freed++;
 }
 
-static int cut_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span,
-		     int depth, uint32_t *ptr)
+static int cut_visit(struct fsck_map_walk *w, struct fmt_bmap_slot *s)
 {
 	struct cut *k = w->arg;
 
-	(void)span;
-	if (!fsck_block_ok(w->c, le32toh(*ptr)))
-		return MAP_ZERO;         /* damage: pass 1 would clear it anyway */
-	if (depth || lblk < k->keep)
-		return MAP_KEEP;
-	cut_free(w->c, le32toh(*ptr), k);
-	return MAP_ZERO;
+	if (s->bad)
+		return FMT_BMAP_ZERO;    /* damage: pass 1 would clear it anyway */
+	if (s->depth || s->lblk < k->keep)
+		return FMT_BMAP_KEEP;
+	cut_free(w->c, le32toh(*s->ptr), k);
+	return FMT_BMAP_ZERO;
 }
 
-static int cut_leave(struct fsck_map_walk *w, uint64_t lblk, int depth, uint32_t *ptr)
+static int cut_leave(struct fsck_map_walk *w, struct fmt_bmap_slot *s)
 {
 	struct cut *k = w->arg;
 
-	(void)depth;
-	if (lblk < k->keep)
-		return MAP_KEEP;
-	cut_free(w->c, le32toh(*ptr), k);
-	return MAP_ZERO;
+	if (s->lblk < k->keep)
+		return FMT_BMAP_KEEP;
+	cut_free(w->c, le32toh(*s->ptr), k);
+	return FMT_BMAP_ZERO;
 }
 
 /* Free what @ino maps from logical block @keep on, as a truncation does. */

@@ -238,13 +238,6 @@ static void check_xattr_block(struct fsck_ctx *c, struct inode_check *k)
 
 /* ---- the block map ------------------------------------------------------------ */
 
-static const char *block_problem(const struct fsck_ctx *c, uint64_t blk)
-{
-	if (blk < c->fdb || blk >= c->nblocks)
-		return "outside the filesystem";
-	return "on the metadata of its group";
-}
-
 static void claim(struct fsck_ctx *c, uint64_t blk)
 {
 	if (!bit_test(c->bused, blk)) {
@@ -259,52 +252,47 @@ static void claim(struct fsck_ctx *c, uint64_t blk)
 	}
 }
 
-static int p1_visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
-		    uint32_t *ptr)
+static int p1_visit(struct fsck_map_walk *w, struct fmt_bmap_slot *s)
 {
 	struct fsck_ctx *c = w->c;
 	struct inode_check *k = w->arg;
-	uint64_t blk = le32toh(*ptr);
-	struct fsck_pctx p = { .ino = w->ino, .num = lblk, .blk = blk,
-			       .str = block_problem(c, blk) };
+	uint64_t blk = le32toh(*s->ptr);
+	struct fsck_pctx p = { .ino = w->ino, .num = s->lblk, .blk = blk, .str = s->bad };
 
-	(void)span;
-	if (!fsck_block_ok(c, blk))
-		return fsck_fix(c, PR_BLOCK_BAD, &p) ? MAP_ZERO : MAP_SKIP;
+	if (s->bad)
+		return fsck_fix(c, PR_BLOCK_BAD, &p) ? FMT_BMAP_ZERO : FMT_BMAP_SKIP;
 	claim(c, blk);
 	k->nblocks++;
-	if (depth) {
+	if (s->depth) {
 		uint64_t *n[3] = { &c->res->ind_blocks, &c->res->dind_blocks,
 				   &c->res->tind_blocks };
 
-		(*n[depth - 1])++;
-		return MAP_KEEP;
+		(*n[s->depth - 1])++;
+		return FMT_BMAP_KEEP;
 	}
 	if (k->last_pblk && blk != k->last_pblk + 1)
 		k->frag = true;
 	k->last_pblk = blk;
-	k->last_lblk = lblk + 1;
+	k->last_lblk = s->lblk + 1;
 	if (istate_type(c, w->ino) == MFS_FT_DIR)
-		return fsck_dblist_add(c, w->ino, lblk, blk);
-	return MAP_KEEP;
+		return fsck_dblist_add(c, w->ino, s->lblk, blk);
+	return FMT_BMAP_KEEP;
 }
 
-static int p1_bad_indirect(struct fsck_map_walk *w, uint64_t lblk, int depth,
-			   uint32_t *ptr)
+static int p1_bad_indirect(struct fsck_map_walk *w, struct fmt_bmap_slot *s)
 {
 	struct fsck_ctx *c = w->c;
 	struct inode_check *k = w->arg;
-	uint64_t blk = le32toh(*ptr);
-	struct fsck_pctx p = { .ino = w->ino, .num = lblk, .blk = blk };
+	uint64_t blk = le32toh(*s->ptr);
+	struct fsck_pctx p = { .ino = w->ino, .num = s->lblk, .blk = blk };
 
-	(void)depth;
 	if (!fsck_fix(c, PR_IND_CSUM, &p))
-		return MAP_SKIP;
+		return FMT_BMAP_SKIP;
 	/* It was claimed when met: give it back unless another owns it too. */
 	if (!c->bdup || !bit_test(c->bdup, blk))
 		bit_clear(c->bused, blk);
 	k->nblocks--;
-	return MAP_ZERO;
+	return FMT_BMAP_ZERO;
 }
 
 /* Directory blocks must run from 0 to the size without a hole: the

@@ -79,32 +79,30 @@ static int clone_block(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, int dept
 	return err;
 }
 
-static int visit(struct fsck_map_walk *w, uint64_t lblk, uint64_t span, int depth,
-		 uint32_t *ptr)
+static int visit(struct fsck_map_walk *w, struct fmt_bmap_slot *sl)
 {
 	struct sharer *s = w->arg;
 	struct fsck_ctx *c = w->c;
-	uint64_t blk = le32toh(*ptr);
+	uint64_t blk = le32toh(*sl->ptr);
 	long i;
 
-	(void)span;
-	if (!fsck_block_ok(c, blk))
-		return MAP_SKIP;             /* left so by a no in pass 1 */
+	if (sl->bad)
+		return FMT_BMAP_SKIP;        /* left so by a no in pass 1 */
 	if (!bit_test(c->bdup, blk))
-		return MAP_KEEP;
+		return FMT_BMAP_KEEP;
 	i = find_mine(s, blk);
 	if (s->clone) {
 		if (i < 0 || s->kept[i])
-			return clone_block(c, w->ino, lblk, depth, ptr);
+			return clone_block(c, w->ino, sl->lblk, sl->depth, sl->ptr);
 		s->kept[i] = true;
-		return MAP_KEEP;
+		return FMT_BMAP_KEEP;
 	}
 	if (i < 0 && !bit_test(s->seen, blk)) {
 		bit_set(s->seen, blk);
 		return add_mine(s, blk);
 	}
 	s->count++;
-	return MAP_KEEP;
+	return FMT_BMAP_KEEP;
 }
 
 static int check_xattr(struct fsck_ctx *c, uint32_t ino, struct mfs_inode *in,
