@@ -671,6 +671,18 @@ int mfs_dir_is_empty(struct mfs_node *dir)
 
 /* ---- readdir ------------------------------------------------------------- */
 
+int mfs_dir_check_target(struct mfs_node *dir, const char *name, size_t len,
+			 uint32_t ino)
+{
+	bool dots = (len == 2 && !memcmp(name, "..", 2)) ||
+		    (len == 1 && name[0] == '.' && dir->ino == MFS_ROOT_INO);
+
+	if (ino != MFS_ROOT_INO || dots)
+		return 0;
+	return mfs_error(dir->fs, "directory %" PRIu64 ": entry '%.*s' names the root "
+			 "directory", dir->ino, (int)len, name);
+}
+
 struct rd {
 	struct mfs_node *dir;
 	bool plus;
@@ -686,7 +698,10 @@ static int report(struct rd *r, const struct mfs_dirent *de, uint64_t next)
 	uint64_t gen = 0;
 	int full, err;
 
-	if (r->plus && !is_dot(de)) {
+	/* An entry naming the root is reported without its attributes, as
+	 * "." and "..": a lookup of it then meets the damage. */
+	if (r->plus && !is_dot(de) &&
+	    !mfs_dir_check_target(r->dir, de->name, de->name_len, le32toh(de->inode))) {
 		err = mfs_iget(fs, le32toh(de->inode), &child);
 		if (err)
 			return err;

@@ -24,6 +24,11 @@ int mfs_dir_set(struct mfs_node *dir, struct jnl_handle *h,
 		const struct mfs_dirloc *loc, uint32_t ino, uint8_t type);
 int mfs_dir_init(struct mfs_node *dir, struct jnl_handle *h, uint32_t parent);
 int mfs_dir_is_empty(struct mfs_node *dir);
+/* Entry @name of @dir names inode @ino: -EUCLEAN, logged, when that is the
+ * root and the entry no ".." (nor the root's own "."): the root has no
+ * other name, and a kernel refuses one with EIO and no word of why. */
+int mfs_dir_check_target(struct mfs_node *dir, const char *name, size_t len,
+			 uint32_t ino);
 int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
 		    mfs_filldir_t fill, void *ctx);
 void mfs_dirhash_free(struct mfs_node *dir);

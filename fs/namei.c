@@ -320,6 +320,8 @@ int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
 	pthread_rwlock_rdlock(&dir->rwsem);
 	err = mfs_dir_find(dir, name, len, loc);
 	if (!err)
+		err = mfs_dir_check_target(dir, name, len, loc->ino);
+	if (!err)
 		err = mfs_iget(dir->fs, loc->ino, out);
 	pthread_rwlock_unlock(&dir->rwsem);
 	return err;

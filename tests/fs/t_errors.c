@@ -225,6 +225,71 @@ static void test_shared_block(void)
 	printf("ok: a block freed by one owner while another's page stands for it\n");
 }
 
+static int count_entries(void *ctx, const char *name, size_t len, uint64_t ino,
+			 unsigned type, uint64_t next, const struct stat *st,
+			 uint64_t gen)
+{
+	unsigned int *n = ctx;
+
+	(void)type;
+	(void)next;
+	(void)gen;
+	if (len == 1 && name[0] == 'f')
+		t_assert(ino == MFS_ROOT_INO && !st, "f reported with attributes");
+	(*n)++;
+	return 0;
+}
+
+/*
+ * An entry of a subdirectory names the root (damage): the root has no
+ * other name, and a kernel answers such a lookup with EIO and nothing in
+ * any log.  The filesystem calls it damage itself: its lookup is
+ * -EUCLEAN with a line naming the entry, and readdir with attributes
+ * reports the entry without them, as it does "." and "..".
+ */
+static void test_entry_names_root(void)
+{
+	struct bdev *bd = tf_mkfs(1024, DEV_BYTES);
+	struct mfs_fs *fs = tf_mount(bd);
+	struct mfs_super *sb = disk_sb(bd);
+	unsigned int entries = 0;
+	struct mfs_dirent *de;
+	struct mfs_dir *dir;
+	struct stat st;
+	uint64_t d, blk;
+	char *b;
+
+	t_ok(mfs_mkdir(fs, &tf_root, MFS_ROOT_INO, "d", 0755, &st, NULL));
+	d = st.st_ino;
+	t_ok(mfs_mknod(fs, &tf_root, d, "f", S_IFREG | 0644, 0, &st, NULL));
+	mfs_forget(fs, st.st_ino, 1);
+	t_ok(mfs_unmount(fs));
+	blk = le32toh(disk_inode(bd, (uint32_t)d)->i_block[0]);
+	b = (char *)bdev_mem_data(bd) + blk * 1024;
+	for (uint32_t off = 0; off < 1024 - MFS_DIR_TAIL_SIZE; off += le16toh(de->rec_len)) {
+		de = (struct mfs_dirent *)(b + off);
+		if (de->name_len == 1 && de->name[0] == 'f')
+			de->inode = htole32(MFS_ROOT_INO);
+	}
+	fmt_block_set_csum(sb, MFS_CSUM_DIR, d, b);
+
+	fs = tf_mount(bd);
+	tf_log_capture();
+	t_eq(mfs_lookup(fs, &tf_root, d, "f", &st, NULL), -EUCLEAN);
+	tf_log_release();
+	t_assert(strstr(tf_log(), "entry 'f' names the root"), "log: %s", tf_log());
+	t_assert(disk_errors(bd), "the damage is not on the disk");
+	t_ok(mfs_opendir(fs, &tf_root, d, &dir));
+	tf_log_capture();
+	t_ok(mfs_readdir(fs, dir, 0, true, count_entries, &entries));
+	tf_log_release();
+	t_eq(entries, 3);
+	mfs_releasedir(fs, dir);
+	t_ok(mfs_unmount(fs));
+	bdev_close(bd);
+	printf("ok: an entry naming the root is damage\n");
+}
+
 /* Every write to the log fails: the commit aborts the journal, and the
  * errors reach both superblocks without it. */
 static void test_abort_on_log_error(void)
@@ -459,6 +524,7 @@ static void test_features(void)
 
 T_MAIN(T_CASE(test_damage),
        T_CASE(test_shared_block),
+       T_CASE(test_entry_names_root),
        T_CASE(test_abort_on_log_error),
        T_CASE(test_recover_flag),
        T_CASE(test_recover_through_checkpoints),
