@@ -206,6 +206,16 @@ int mfs_mem_fill(struct mfs_node *n, const char *name, uint64_t next, bool plus,
 		    next, plus ? &st : NULL, 0);
 }
 
+/* "." and ".." of a directory of memory at positions 1 and 2, from @off:
+ * true when @fill is full. */
+bool mfs_mem_fill_dots(struct mfs_node *dir, uint64_t off, mfs_filldir_t fill,
+		       void *ctx)
+{
+	if (off < 1 && fill(ctx, ".", 1, dir->ino, MFS_FT_DIR, 1, NULL, 0))
+		return true;
+	return off < 2 && fill(ctx, "..", 2, MFS_ROOT_INO, MFS_FT_DIR, 2, NULL, 0);
+}
+
 /* ---- the root ------------------------------------------------------------ */
 
 static struct mfs_node *root_child(struct mfs_fs *fs, const char *name)

@@ -179,9 +179,7 @@ int mfs_regions_readdir(struct mfs_node *dir, uint64_t off, bool plus,
 	struct mfs_fs *fs = dir->fs;
 
 	/* Positions: 1 after ".", 2 after "..", 3 + i after region i. */
-	if (off < 1 && fill(ctx, ".", 1, MFS_REGIONS_DIR_INO, MFS_FT_DIR, 1, NULL, 0))
-		return 0;
-	if (off < 2 && fill(ctx, "..", 2, MFS_ROOT_INO, MFS_FT_DIR, 2, NULL, 0))
+	if (mfs_mem_fill_dots(dir, off, fill, ctx))
 		return 0;
 	for (uint64_t i = off < 2 ? 0 : off - 2; i < fs->nregions; i++) {
 		struct mfs_node *n;

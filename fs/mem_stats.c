@@ -39,9 +39,7 @@ int mfs_ctl_readdir(struct mfs_node *dir, uint64_t off, bool plus,
 	int err;
 
 	/* Positions are 1, 2, 3: the next entry's index plus one. */
-	if (off < 1 && fill(ctx, ".", 1, MFS_CTL_DIR_INO, MFS_FT_DIR, 1, NULL, 0))
-		return 0;
-	if (off < 2 && fill(ctx, "..", 2, MFS_ROOT_INO, MFS_FT_DIR, 2, NULL, 0))
+	if (mfs_mem_fill_dots(dir, off, fill, ctx))
 		return 0;
 	if (off >= 3)
 		return 0;

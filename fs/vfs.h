@@ -231,6 +231,8 @@ int mfs_mem_dir_refuse(struct mfs_node *dir, const char *name, bool create);
 int mfs_mem_parent(struct mfs_node *dir, struct mfs_node **out);
 int mfs_mem_fill(struct mfs_node *n, const char *name, uint64_t next, bool plus,
 		 mfs_filldir_t fill, void *ctx);
+bool mfs_mem_fill_dots(struct mfs_node *dir, uint64_t off, mfs_filldir_t fill,
+		       void *ctx);
 
 /* mem_stats.c */
 int mfs_ctl_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
