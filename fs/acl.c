@@ -459,7 +459,7 @@ ssize_t mfs_acl_get(struct mfs_node *n, int index, void *buf, size_t size)
 }
 
 /* Store @acl (NULL: remove it) under @nm in @h. */
-static int acl_store(struct mfs_node *n, struct jnl_handle *h,
+static int acl_store(struct mfs_node *n, struct mfs_handle *h,
 		     const struct mfs_xname *nm, const struct mfs_acl *acl, int flags)
 {
 	uint8_t *disk = NULL;
@@ -496,12 +496,14 @@ static uint16_t update_mode(struct mfs_node *n, const struct mfs_cred *cr,
 	return mode;
 }
 
+/* Without a reserved block the value must fit in the inode. */
 static int acl_set_in(struct mfs_node *n, int index, struct mfs_acl *acl,
-		      uint16_t mode, int flags)
+		      uint16_t mode, struct mfs_resv *resv)
 {
 	struct mfs_fs *fs = n->fs;
-	struct jnl_handle h;
-	int err = mfs_jstart(fs, MFS_XATTR_CREDITS, &h);
+	int flags = resv->blocks ? 0 : MFS_XATTR_NO_BLOCK;
+	struct mfs_handle h;
+	int err = mfs_jstart_resv(fs, MFS_XATTR_CREDITS, resv, &h);
 
 	if (err)
 		return err;
@@ -522,7 +524,7 @@ int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
 {
 	uint16_t mode = node_mode(n), newmode;
 	struct mfs_acl *acl = NULL;
-	uint64_t since = mfs_blocks_allocated(), reserved = 0;
+	struct mfs_resv resv = { 0 };
 	int err;
 
 	if (S_ISLNK(mode))
@@ -545,22 +547,21 @@ int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
 	}
 	newmode = index == MFS_XATTR_INDEX_ACL_ACCESS ? update_mode(n, cr, &acl) : mode;
 	if (acl && mfs_xattr_needs_block(n)) {
-		err = mfs_reserve_blocks(n->fs, cr, 1);
+		err = mfs_reserve_blocks(n->fs, cr, 1, &resv);
 		if (err && err != -ENOSPC) {
 			free(acl);
 			return err;
 		}
-		reserved = !err;
 	}
-	err = acl_set_in(n, index, acl, newmode, reserved ? 0 : MFS_XATTR_NO_BLOCK);
-	mfs_reserve_end(n->fs, reserved, since);
+	err = acl_set_in(n, index, acl, newmode, &resv);
+	mfs_reserve_end(n->fs, &resv);
 	free(acl);
 	if (!err && newmode != mode && n->fs->attr_changed_fn)
 		n->fs->attr_changed_fn(n->fs->attr_changed_arg, n->ino);
 	return err;
 }
 
-int mfs_acl_chmod_node(struct mfs_node *n, struct jnl_handle *h)
+int mfs_acl_chmod_node(struct mfs_node *n, struct mfs_handle *h)
 {
 	struct mfs_acl *acl;
 	int err;
@@ -611,7 +612,7 @@ int mfs_acl_inherit_prepare(struct mfs_node *dir, uint16_t mode,
 	return 0;
 }
 
-int mfs_acl_inherit_apply(struct mfs_node *n, struct jnl_handle *h,
+int mfs_acl_inherit_apply(struct mfs_node *n, struct mfs_handle *h,
 			  const struct mfs_acl_inherit *inh)
 {
 	int err = 0;

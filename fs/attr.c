@@ -103,7 +103,7 @@ int mfs_may_delete(struct mfs_node *dir, struct mfs_node *victim,
 /* Zero the part of the last block beyond a new size, in the cache and, by
  * writeback (or in @h, for journalled data), on disk: bytes past the end
  * must read as zeros if the file grows again. */
-static int zero_tail(struct mfs_node *n, uint64_t size, struct jnl_handle *h)
+static int zero_tail(struct mfs_node *n, uint64_t size, struct mfs_handle *h)
 {
 	uint32_t bs = n->fs->bs, in = (uint32_t)(size % bs);
 	struct pc_page *pg;
@@ -122,7 +122,7 @@ static int zero_tail(struct mfs_node *n, uint64_t size, struct jnl_handle *h)
 	pc_wait_on_page_writeback(pg);     /* stable pages, as in a write */
 	memset((char *)pg->data + in, 0, bs - in);
 	if (h && atomic_load(&n->jdata))
-		err = jnl_journal_data(h, pg, pblk);
+		err = jnl_journal_data(&h->jh, pg, pblk);
 	else
 		pc_set_page_dirty(pg);
 	pc_unlock_page(pg);
@@ -137,12 +137,12 @@ static int zero_tail(struct mfs_node *n, uint64_t size, struct jnl_handle *h)
  * of the transaction that grows the size (or journalled in it), so they
  * are zeros on disk before that size can be.  One credit of @h.
  */
-int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old)
+int mfs_zero_eof_tail(struct mfs_node *n, struct mfs_handle *h, uint64_t old)
 {
 	int err = zero_tail(n, old, h);
 
 	if (!err && old % n->fs->bs && node_data_ordered(n))
-		err = jnl_add_ordered(h, &n->ji);
+		err = jnl_add_ordered(&h->jh, &n->ji);
 	return err;
 }
 
@@ -157,7 +157,7 @@ static int set_size(struct mfs_node *n, uint64_t size, bool orphan)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t old = node_size(n);
-	struct jnl_handle h;
+	struct mfs_handle h;
 	int err;
 
 	if (orphan)
@@ -381,7 +381,7 @@ static void apply_times(struct mfs_node *n, const struct mfs_setattr *sa)
 static int setattr_apply(struct mfs_node *n, const struct mfs_cred *cr,
 			 const struct mfs_setattr *sa)
 {
-	struct jnl_handle h;
+	struct mfs_handle h;
 	bool data = sa->valid & (MFS_SET_MODE | MFS_SET_UID | MFS_SET_GID);
 	bool chmod = sa->valid & MFS_SET_MODE;
 	int err = mfs_jstart(n->fs, MFS_CR_INODE + (chmod ? MFS_XATTR_CREDITS : 0), &h);

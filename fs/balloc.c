@@ -171,41 +171,39 @@ static int try_blocks(void *arg)
 	return reserve_blocks_once(w->fs, w->cr, w->n);
 }
 
-int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n)
+int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n,
+		       struct mfs_resv *r)
 {
 	struct block_want w = { fs, cr, n };
+	int err = n ? retry_after_forgets(fs, try_blocks, &w) : 0;
 
-	return n ? retry_after_forgets(fs, try_blocks, &w) : 0;
+	*r = (struct mfs_resv){ .blocks = err ? 0 : n };
+	return err;
 }
 
-void mfs_unreserve_blocks(struct mfs_fs *fs, uint64_t n)
+void mfs_reserve_end(struct mfs_fs *fs, struct mfs_resv *r)
 {
 	pthread_mutex_lock(&fs->count_lock);
-	fs->free_blocks += n;
+	fs->free_blocks += r->blocks - r->used;
 	pthread_mutex_unlock(&fs->count_lock);
+	*r = (struct mfs_resv){ 0 };
 }
 
-/* Blocks this thread has allocated, ever: an operation's use of its
- * reservation is the difference across it. */
-static _Thread_local uint64_t thread_allocated;
-
-uint64_t mfs_blocks_allocated(void)
+/* A block allocated under @h comes out of its reservation; one that has
+ * none left (a reservation that counted wrong) comes off the free count
+ * now, which then may go below what running operations hold. */
+static void charge_block(struct mfs_fs *fs, struct mfs_handle *h)
 {
-	return thread_allocated;
-}
+	struct mfs_resv *r = h->resv;
 
-void mfs_reserve_end(struct mfs_fs *fs, uint64_t reserved, uint64_t since)
-{
-	uint64_t used = thread_allocated - since;
-
-	pthread_mutex_lock(&fs->count_lock);
-	if (used > reserved) {
-		mlog_err("an operation allocated %" PRIu64 " blocks, more than the %"
-			 PRIu64 " it reserved", used, reserved);
-		fs->free_blocks -= UT_MIN(fs->free_blocks, used - reserved);
-	} else {
-		fs->free_blocks += reserved - used;
+	if (r && r->used < r->blocks) {
+		r->used++;
+		return;
 	}
+	mlog_err("a block was allocated beyond its operation's reservation "
+		 "(%" PRIu64 " reserved)", r ? r->blocks : 0);
+	pthread_mutex_lock(&fs->count_lock);
+	fs->free_blocks -= UT_MIN(fs->free_blocks, 1);
 	pthread_mutex_unlock(&fs->count_lock);
 }
 
@@ -312,7 +310,7 @@ static void count_add(uint32_t *field, int32_t d)
 
 /* Journal group @g's descriptor: counts moved by @dfree and @ddirs, and
  * the checksum of the bitmap now in @bitmap. */
-static int gdesc_update(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
+static int gdesc_update(struct mfs_fs *fs, struct mfs_handle *h, uint32_t g,
 			bool inodes, const void *bitmap, int32_t dfree, int32_t ddirs)
 {
 	uint32_t off;
@@ -337,7 +335,7 @@ static int gdesc_update(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 	}
 	gd->bg_checksum = htole32(fmt_gdesc_csum(&fs->sb, g, gd));
 	pc_unlock_page(pg);
-	return jnl_dirty(h, blk);
+	return jnl_dirty(&h->jh, blk);
 }
 
 static uint32_t bits_wrong(const uint8_t *map, uint32_t from, uint32_t n, bool set)
@@ -351,7 +349,7 @@ static uint32_t bits_wrong(const uint8_t *map, uint32_t from, uint32_t n, bool s
 /* Set (@set) or clear bits [@from, @from + @n) of a bitmap under the
  * journal, group lock held; -EUCLEAN, changing nothing, if one of them
  * already has that value. */
-static int bitmap_change(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
+static int bitmap_change(struct mfs_fs *fs, struct mfs_handle *h, uint32_t g,
 			 bool inodes, uint32_t from, uint32_t n, bool set,
 			 int32_t ddirs)
 {
@@ -373,7 +371,7 @@ static int bitmap_change(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
 		}
 		pc_unlock_page(pg);
 		if (bad == UINT32_MAX)
-			err = jnl_dirty(h, blk);
+			err = jnl_dirty(&h->jh, blk);
 	}
 	if (!err && bad == UINT32_MAX)
 		err = gdesc_update(fs, h, g, inodes, pg->data,
@@ -406,7 +404,7 @@ static int group_find_block(struct mfs_fs *fs, uint32_t g, uint32_t start,
 	return *bit < n ? 0 : -ENOSPC;
 }
 
-static int group_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
+static int group_alloc_block(struct mfs_fs *fs, struct mfs_handle *h, uint32_t g,
 			     uint32_t start, uint64_t *blk)
 {
 	struct mfs_group *grp = &fs->groups[g];
@@ -423,7 +421,7 @@ static int group_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g
 	pthread_mutex_unlock(&grp->lock);
 	if (!err) {
 		*blk = fmt_group_first_block(&fs->sb, g) + bit;
-		thread_allocated++;
+		charge_block(fs, h);
 	}
 	return err;
 }
@@ -432,7 +430,7 @@ static int group_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g
  * One block, as near @goal as can be: from @goal to the end of its group,
  * then every other group from its start.  The caller reserved it.
  */
-int mfs_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint64_t goal,
+int mfs_alloc_block(struct mfs_fs *fs, struct mfs_handle *h, uint64_t goal,
 		    uint64_t *blk)
 {
 	uint64_t fdb = le32toh(fs->sb.s_first_data_block);
@@ -454,7 +452,7 @@ int mfs_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint64_t goal,
 	return err;
 }
 
-int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+int mfs_free_blocks(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		    uint32_t n, bool meta)
 {
 	uint64_t fdb = le32toh(fs->sb.s_first_data_block);
@@ -478,10 +476,10 @@ int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 		pthread_mutex_lock(&fs->groups[g].lock);
 		err = bitmap_change(fs, h, g, false, bit, run, false, 0);
 		if (!err)
-			err = pend_add(fs, blk, run, h->h_tid);
+			err = pend_add(fs, blk, run, h->jh.h_tid);
 		pthread_mutex_unlock(&fs->groups[g].lock);
 		for (uint32_t i = 0; i < run && meta && !err; i++)
-			err = jnl_revoke(h, blk + i);
+			err = jnl_revoke(&h->jh, blk + i);
 		if (!err) {
 			pthread_mutex_lock(&fs->count_lock);
 			fs->free_blocks += run;
@@ -535,7 +533,7 @@ static uint32_t pick_group(struct mfs_fs *fs, uint32_t dir, bool is_dir)
 	return best;
 }
 
-static int group_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g,
+static int group_alloc_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t g,
 			     bool is_dir, uint32_t *ino)
 {
 	struct pc_page *pg;
@@ -558,7 +556,7 @@ static int group_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t g
 	return err;
 }
 
-int mfs_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t dir,
+int mfs_alloc_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t dir,
 		    bool is_dir, uint32_t *ino)
 {
 	uint32_t g0 = pick_group(fs, dir, is_dir);
@@ -572,7 +570,7 @@ int mfs_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t dir,
 	return err;
 }
 
-int mfs_free_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t ino,
+int mfs_free_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t ino,
 		   bool is_dir)
 {
 	uint32_t g = (ino - 1) / fs->ipg;

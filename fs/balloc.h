@@ -8,22 +8,21 @@
 #include "mfs_i.h"
 
 /* balloc.c */
-/* Before jnl_start: -ENOSPC unless @n blocks (and an inode) can be had. */
-int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n);
-void mfs_unreserve_blocks(struct mfs_fs *fs, uint64_t n);
-/* Give back what of @reserved blocks this thread has not allocated since
- * mfs_blocks_allocated() returned @since. */
-uint64_t mfs_blocks_allocated(void);
-void mfs_reserve_end(struct mfs_fs *fs, uint64_t reserved, uint64_t since);
+/* Before the first handle: *@r holds @n blocks, or -ENOSPC (*@r empty).
+ * The handles started with @r (mfs_jstart_resv) allocate from it. */
+int mfs_reserve_blocks(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t n,
+		       struct mfs_resv *r);
+/* After the last handle: the blocks of @r not allocated go back. */
+void mfs_reserve_end(struct mfs_fs *fs, struct mfs_resv *r);
 int mfs_reserve_inode(struct mfs_fs *fs);
 void mfs_unreserve_inode(struct mfs_fs *fs);
-int mfs_alloc_block(struct mfs_fs *fs, struct jnl_handle *h, uint64_t goal,
+int mfs_alloc_block(struct mfs_fs *fs, struct mfs_handle *h, uint64_t goal,
 		    uint64_t *blk);
-int mfs_free_blocks(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+int mfs_free_blocks(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		    uint32_t n, bool meta);
-int mfs_alloc_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t dir,
+int mfs_alloc_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t dir,
 		    bool is_dir, uint32_t *ino);
-int mfs_free_inode(struct mfs_fs *fs, struct jnl_handle *h, uint32_t ino,
+int mfs_free_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t ino,
 		   bool is_dir);
 int mfs_bitmap_check(struct mfs_fs *fs, uint32_t g, bool inodes,
 		     const void *bitmap);

@@ -32,7 +32,7 @@
  * the function that walks, which damage met on the way is said by. */
 struct map_ctx {
 	struct mfs_node *n;
-	struct jnl_handle *h;
+	struct mfs_handle *h;
 	const char *func;
 };
 
@@ -89,7 +89,7 @@ static int map_changed(void *arg, struct fmt_bmap_ind *ind)
 	return ind->blk ? mfs_meta_dirty(c->n->fs, c->h, ind->blk, ind->priv) : 0;
 }
 
-static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk);
+static int new_block(struct mfs_node *n, struct mfs_handle *h, uint64_t *blk);
 
 static int map_alloc(void *arg, int depth, uint64_t *blk)
 {
@@ -213,7 +213,7 @@ static uint64_t goal_of(struct mfs_node *n)
 	return fmt_group_first_block(&fs->sb, (n->ino - 1) / fs->ipg);
 }
 
-static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
+static int new_block(struct mfs_node *n, struct mfs_handle *h, uint64_t *blk)
 {
 	int err = mfs_alloc_block(n->fs, h, goal_of(n), blk);
 
@@ -226,7 +226,7 @@ static int new_block(struct mfs_node *n, struct jnl_handle *h, uint64_t *blk)
 	return 0;
 }
 
-static int alloc_locked(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
+static int alloc_locked(struct mfs_node *n, struct mfs_handle *h, uint64_t lblk,
 			uint64_t *pblk, bool *isnew)
 {
 	struct map_ctx c = { .n = n, .h = h, .func = __func__ };
@@ -235,7 +235,7 @@ static int alloc_locked(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 	return fmt_bmap_alloc(&bm, lblk, pblk, isnew);
 }
 
-int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
+int mfs_bmap_alloc(struct mfs_node *n, struct mfs_handle *h, uint64_t lblk,
 		   uint64_t *pblk, bool *isnew)
 {
 	int err;
@@ -245,7 +245,7 @@ int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
 	pthread_rwlock_unlock(&n->map_lock);
 	/* A slow symlink's target is data too; directories are journalled. */
 	if (!err && *isnew && !S_ISDIR(node_mode(n)) && node_data_ordered(n))
-		err = jnl_add_ordered(h, &n->ji);
+		err = jnl_add_ordered(&h->jh, &n->ji);
 	return err;
 }
 
@@ -294,7 +294,7 @@ static int zrun_add(struct zrun *z, uint64_t blk)
 	return err;
 }
 
-int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
+int mfs_bmap_prealloc(struct mfs_node *n, struct mfs_handle *h, uint64_t first,
 		      uint64_t end, const void *zeros, uint64_t zblocks)
 {
 	struct zrun z = { .fs = n->fs, .zeros = zeros, .max = zblocks };
@@ -313,7 +313,7 @@ int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
 		err = zrun_flush(&z);
 	pthread_rwlock_unlock(&n->map_lock);
 	if (!err && z.any)
-		err = jnl_add_ordered(h, &n->ji);
+		err = jnl_add_ordered(&h->jh, &n->ji);
 	return err;
 }
 
@@ -424,7 +424,7 @@ static const struct fmt_bmap_ops trunc_ops = {
 static int trunc_step(struct mfs_node *n, uint64_t from, uint64_t end, bool *more)
 {
 	struct mfs_fs *fs = n->fs;
-	struct jnl_handle h;
+	struct mfs_handle h;
 	uint32_t credits = (uint32_t)mfs_truncate_credits(fs);
 	struct trunc t = { .c = { .n = n, .h = &h, .func = __func__ }, .credits = (int)credits - 1,
 			   .meta = !S_ISREG(node_mode(n)) || atomic_load(&n->jdata) };

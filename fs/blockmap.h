@@ -23,7 +23,7 @@ int mfs_bmap_seek(struct mfs_node *n, uint64_t lblk, uint64_t end, bool data,
 /* Map @lblk, allocating it (and indirect blocks) if it is a hole; *@isnew
  * says so.  The caller holds the rwsem for writing, a handle, and has
  * reserved the blocks. */
-int mfs_bmap_alloc(struct mfs_node *n, struct jnl_handle *h, uint64_t lblk,
+int mfs_bmap_alloc(struct mfs_node *n, struct mfs_handle *h, uint64_t lblk,
 		   uint64_t *pblk, bool *isnew);
 /* Worst-case blocks (data plus indirect) to map @n blocks. */
 uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n);
@@ -33,7 +33,7 @@ uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n);
  * rwsem for writing and a handle, and has reserved the blocks.  @zeros
  * holds @zblocks blocks of zeros.
  */
-int mfs_bmap_prealloc(struct mfs_node *n, struct jnl_handle *h, uint64_t first,
+int mfs_bmap_prealloc(struct mfs_node *n, struct mfs_handle *h, uint64_t first,
 		      uint64_t end, const void *zeros, uint64_t zblocks);
 /* Free every block from logical block @from on, in as many handles as it
  * takes. */

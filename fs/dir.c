@@ -357,7 +357,7 @@ int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
 /* ---- changing blocks ----------------------------------------------------- */
 
 /* Journal access to block @lblk of @dir; the page is referenced. */
-static int dir_access(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
+static int dir_access(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 		      struct pc_page **pg, uint64_t *pblk)
 {
 	int err = mfs_bmap_lookup(dir, lblk, pblk);
@@ -381,10 +381,10 @@ static void dir_seal(struct mfs_node *dir, struct pc_page *pg)
 	fmt_block_set_csum(&dir->fs->sb, MFS_CSUM_DIR, dir->ino, pg->data);
 }
 
-static int dir_done(struct mfs_node *dir, struct jnl_handle *h, uint64_t pblk,
+static int dir_done(struct mfs_node *dir, struct mfs_handle *h, uint64_t pblk,
 		    struct pc_page *pg)
 {
-	int err = jnl_dirty(h, pblk);
+	int err = jnl_dirty(&h->jh, pblk);
 
 	(void)dir;
 	pc_put_page(pg);
@@ -444,7 +444,7 @@ static uint32_t insert_at(struct pc_page *pg, uint32_t off, const struct newent 
 }
 
 /* 1 if @e went into block @lblk, 0 if it has no room. */
-static int add_to_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
+static int add_to_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 			const struct newent *e)
 {
 	uint32_t off;
@@ -471,7 +471,7 @@ static int add_to_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lbl
 }
 
 /* Walk the @n blocks for room: 1 placed, 0 none has room. */
-static int add_walk(struct mfs_node *dir, struct jnl_handle *h, uint64_t n,
+static int add_walk(struct mfs_node *dir, struct mfs_handle *h, uint64_t n,
 		    const struct newent *e)
 {
 	int placed = 0;
@@ -483,7 +483,7 @@ static int add_walk(struct mfs_node *dir, struct jnl_handle *h, uint64_t n,
 
 /* Through the index: 1 placed, 0 no block has room, -errno, or
  * NO_INDEX. */
-static int index_add(struct mfs_node *dir, struct jnl_handle *h, uint64_t n,
+static int index_add(struct mfs_node *dir, struct mfs_handle *h, uint64_t n,
 		     const struct newent *e)
 {
 	int64_t b = -1;
@@ -511,7 +511,7 @@ static int index_add(struct mfs_node *dir, struct jnl_handle *h, uint64_t n,
 
 /* A new block @lblk for @dir, holding one unused record (or the first
  * entries of a new directory, filled by @fill). */
-static int new_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
+static int new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 		     struct pc_page **out, uint64_t *pblk)
 {
 	struct mfs_fs *fs = dir->fs;
@@ -548,7 +548,7 @@ static int new_block(struct mfs_node *dir, struct jnl_handle *h, uint64_t lblk,
 	return 0;
 }
 
-int mfs_dir_add(struct mfs_node *dir, struct jnl_handle *h, const char *name,
+int mfs_dir_add(struct mfs_node *dir, struct mfs_handle *h, const char *name,
 		size_t len, uint32_t ino, uint8_t type)
 {
 	struct newent e = { name, len, ino, type, mfs_dh_hash(dir->fs, name, len) };
@@ -570,7 +570,7 @@ int mfs_dir_add(struct mfs_node *dir, struct jnl_handle *h, const char *name,
 	return dir_done(dir, h, pblk, pg);
 }
 
-int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
+int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
 		   const struct mfs_dirloc *loc)
 {
 	struct pc_page *pg;
@@ -598,7 +598,7 @@ int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
 	return dir_done(dir, h, pblk, pg);
 }
 
-int mfs_dir_set(struct mfs_node *dir, struct jnl_handle *h,
+int mfs_dir_set(struct mfs_node *dir, struct mfs_handle *h,
 		const struct mfs_dirloc *loc, uint32_t ino, uint8_t type)
 {
 	struct pc_page *pg;
@@ -615,7 +615,7 @@ int mfs_dir_set(struct mfs_node *dir, struct jnl_handle *h,
 	return dir_done(dir, h, pblk, pg);
 }
 
-int mfs_dir_init(struct mfs_node *dir, struct jnl_handle *h, uint32_t parent)
+int mfs_dir_init(struct mfs_node *dir, struct mfs_handle *h, uint32_t parent)
 {
 	struct pc_page *pg;
 	uint64_t pblk;

@@ -16,13 +16,13 @@ struct mfs_dirloc {
 int mfs_dir_page(struct mfs_node *dir, uint64_t lblk, struct pc_page **pg);
 int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
 		 struct mfs_dirloc *loc);
-int mfs_dir_add(struct mfs_node *dir, struct jnl_handle *h, const char *name,
+int mfs_dir_add(struct mfs_node *dir, struct mfs_handle *h, const char *name,
 		size_t len, uint32_t ino, uint8_t type);
-int mfs_dir_remove(struct mfs_node *dir, struct jnl_handle *h,
+int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
 		   const struct mfs_dirloc *loc);
-int mfs_dir_set(struct mfs_node *dir, struct jnl_handle *h,
+int mfs_dir_set(struct mfs_node *dir, struct mfs_handle *h,
 		const struct mfs_dirloc *loc, uint32_t ino, uint8_t type);
-int mfs_dir_init(struct mfs_node *dir, struct jnl_handle *h, uint32_t parent);
+int mfs_dir_init(struct mfs_node *dir, struct mfs_handle *h, uint32_t parent);
 int mfs_dir_is_empty(struct mfs_node *dir);
 /* Entry @name of @dir names inode @ino: -EUCLEAN, logged, when that is the
  * root and the entry no ".." (nor the root's own "."): the root has no

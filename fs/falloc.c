@@ -111,7 +111,7 @@ static int count_holes(struct mfs_node *n, uint64_t first, uint64_t end,
  * nothing. */
 static int touch_times(struct mfs_node *n)
 {
-	struct jnl_handle h;
+	struct mfs_handle h;
 	int err = mfs_jstart(n->fs, MFS_CR_INODE, &h);
 
 	if (err)
@@ -124,13 +124,13 @@ static int touch_times(struct mfs_node *n)
 
 /* One handle: the holes of blocks [@first, @end) preallocated, and the
  * size raised to @size if that is more. */
-static int alloc_chunk(struct mfs_node *n, uint64_t first, uint64_t end,
-		       uint64_t size, const void *zeros)
+static int alloc_chunk(struct mfs_node *n, struct mfs_resv *resv, uint64_t first,
+		       uint64_t end, uint64_t size, const void *zeros)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t old = node_size(n);
-	struct jnl_handle h;
-	int err = mfs_jstart(fs, chunk_credits(end - first), &h);
+	struct mfs_handle h;
+	int err = mfs_jstart_resv(fs, chunk_credits(end - first), resv, &h);
 
 	if (err)
 		return err;
@@ -149,27 +149,24 @@ static int alloc_chunk(struct mfs_node *n, uint64_t first, uint64_t end,
 }
 
 /* The blocks a preallocation of bytes [@off, @end) may take, reserved
- * before anything changes; *@since for mfs_reserve_end(). */
+ * before anything changes. */
 static int alloc_reserve(struct mfs_node *n, const struct mfs_cred *cr,
-			 uint64_t off, uint64_t end, uint64_t *resv, uint64_t *since)
+			 uint64_t off, uint64_t end, struct mfs_resv *resv)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t holes;
 	int err = count_holes(n, off / fs->bs, UT_DIV_ROUND_UP(end, fs->bs), &holes);
 
-	*resv = 0;
-	if (!err && holes) {
-		err = mfs_reserve_blocks(fs, cr, mfs_bmap_worst(fs, holes));
-		if (!err)
-			*resv = mfs_bmap_worst(fs, holes);
-	}
-	*since = mfs_blocks_allocated();
+	*resv = (struct mfs_resv){ 0 };
+	if (!err && holes)
+		err = mfs_reserve_blocks(fs, cr, mfs_bmap_worst(fs, holes), resv);
 	return err;
 }
 
 /* Preallocate bytes [@off, @end) (reserved); the size grows to @end
  * unless @keep. */
-static int alloc_blocks(struct mfs_node *n, uint64_t off, uint64_t end, bool keep)
+static int alloc_blocks(struct mfs_node *n, struct mfs_resv *resv, uint64_t off,
+			uint64_t end, bool keep)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t first = off / fs->bs, last = UT_DIV_ROUND_UP(end, fs->bs);
@@ -185,7 +182,7 @@ static int alloc_blocks(struct mfs_node *n, uint64_t off, uint64_t end, bool kee
 
 		err = mfs_bmap_seek(n, b, cend, false, &hole);
 		if (!err && (hole < cend || size > node_size(n)))
-			err = alloc_chunk(n, b, cend, size, zeros);
+			err = alloc_chunk(n, resv, b, cend, size, zeros);
 		pc_balance_dirty(fs->cache);
 	}
 	bdev_free_buf(zeros);
@@ -195,13 +192,12 @@ static int alloc_blocks(struct mfs_node *n, uint64_t off, uint64_t end, bool kee
 static int alloc_range(struct mfs_node *n, const struct mfs_cred *cr,
 		       uint64_t off, uint64_t end, bool keep)
 {
-	uint64_t resv, since;
-	int err = alloc_reserve(n, cr, off, end, &resv, &since);
+	struct mfs_resv resv;
+	int err = alloc_reserve(n, cr, off, end, &resv);
 
 	if (!err)
-		err = alloc_blocks(n, off, end, keep);
-	if (resv)
-		mfs_reserve_end(n->fs, resv, since);
+		err = alloc_blocks(n, &resv, off, end, keep);
+	mfs_reserve_end(n->fs, &resv);
 	return err;
 }
 
@@ -300,17 +296,17 @@ static int zero_mapped(struct mfs_node *n, uint64_t first, uint64_t last)
 static int zero_range(struct mfs_node *n, const struct mfs_cred *cr,
 		      uint64_t off, uint64_t end, bool keep)
 {
-	uint64_t first, last, resv, since;
-	int err = alloc_reserve(n, cr, off, end, &resv, &since);
+	uint64_t first, last;
+	struct mfs_resv resv;
+	int err = alloc_reserve(n, cr, off, end, &resv);
 
 	if (!err)
 		err = zero_edges(n, off, end, &first, &last);
 	if (!err)
 		err = zero_mapped(n, first, last);
 	if (!err)
-		err = alloc_blocks(n, off, end, keep);
-	if (resv)
-		mfs_reserve_end(n->fs, resv, since);
+		err = alloc_blocks(n, &resv, off, end, keep);
+	mfs_reserve_end(n->fs, &resv);
 	return err;
 }
 

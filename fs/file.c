@@ -126,7 +126,7 @@ static bool atime_due(struct mfs_node *n, const struct timespec *now)
 
 static void touch_atime(struct mfs_node *n)
 {
-	struct jnl_handle h;
+	struct mfs_handle h;
 	struct timespec now;
 
 	mfs_now(&now);
@@ -225,7 +225,7 @@ int mfs_disk_lseek(struct mfs_file *f, uint64_t off, int whence, uint64_t *out)
 
 /* The page at @idx, locked and mapped to a block (*@pblk, *@isnew if the
  * write gave it), ready for bytes [@in, @in + @len) of it. */
-static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
+static int write_begin(struct mfs_node *n, struct mfs_handle *h, uint64_t idx,
 		       uint32_t in, size_t len, struct pc_page **out,
 		       uint64_t *pblk, bool *isnew)
 {
@@ -267,13 +267,13 @@ static int write_begin(struct mfs_node *n, struct jnl_handle *h, uint64_t idx,
  * metadata that makes it part of the file; any other page is dirtied,
  * which for journalled data defers it (jdata.c).
  */
-static int write_done(struct mfs_node *n, struct jnl_handle *h,
+static int write_done(struct mfs_node *n, struct mfs_handle *h,
 		      struct pc_page *pg, uint64_t pblk, bool grows)
 {
 	int err = 0;
 
 	if (atomic_load(&n->jdata) && grows) {
-		err = jnl_journal_data(h, pg, pblk);
+		err = jnl_journal_data(&h->jh, pg, pblk);
 		if (!err) {
 			atomic_fetch_add(&n->fs->st.jdata_journalled, 1);
 			return 0;
@@ -283,7 +283,7 @@ static int write_done(struct mfs_node *n, struct jnl_handle *h,
 	return err;
 }
 
-static int write_chunk(struct mfs_node *n, struct jnl_handle *h, unsigned pages,
+static int write_chunk(struct mfs_node *n, struct mfs_handle *h, unsigned pages,
 		       const char *buf, size_t size, uint64_t off, size_t *done)
 {
 	uint32_t bs = n->fs->bs;
@@ -351,7 +351,7 @@ static unsigned chunk_pages(struct mfs_node *n)
 }
 
 /* After a chunk: the size, the times and the inode. */
-static int write_end(struct mfs_node *n, struct jnl_handle *h, uint64_t end,
+static int write_end(struct mfs_node *n, struct mfs_handle *h, uint64_t end,
 		     uint64_t blocks_before)
 {
 	bool data;
@@ -373,17 +373,17 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 	int err = 0;
 
 	while (*done < size && !err) {
-		uint64_t resv, since = mfs_blocks_allocated();
-		uint64_t blocks = le64toh(n->raw.i_blocks), start = *done;
+		uint64_t blocks = le64toh(n->raw.i_blocks), start = *done, want;
 		unsigned pages = chunk_pages(n);
-		struct jnl_handle h;
+		struct mfs_resv resv;
+		struct mfs_handle h;
 
-		err = chunk_blocks(n, pages, off + *done, size - *done, &resv);
+		err = chunk_blocks(n, pages, off + *done, size - *done, &want);
 		if (!err)
-			err = mfs_reserve_blocks(fs, cr, resv);
+			err = mfs_reserve_blocks(fs, cr, want, &resv);
 		if (err)
 			break;
-		err = mfs_jstart(fs, chunk_credits(n, pages), &h);
+		err = mfs_jstart_resv(fs, chunk_credits(n, pages), &resv, &h);
 		if (!err && off + size > node_size(n))
 			err = mfs_zero_eof_tail(n, &h, node_size(n));
 		if (!err) {
@@ -394,7 +394,7 @@ static int write_locked(struct mfs_node *n, const struct mfs_cred *cr,
 			else
 				err = mfs_jstop(fs, &h, err);
 		}
-		mfs_reserve_end(fs, resv, since);
+		mfs_reserve_end(fs, &resv);
 		if (!err)
 			err = mfs_jdata_balance(n);
 		pc_balance_dirty(fs->cache);

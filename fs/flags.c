@@ -80,7 +80,7 @@ static int set_flags_locked(struct mfs_node *n, const struct mfs_cred *cr,
 {
 	bool jswitch = ((mfs_node_flags(n) ^ flags) & MFS_JOURNAL_DATA_FL) &&
 		       S_ISREG(node_mode(n));
-	struct jnl_handle h;
+	struct mfs_handle h;
 	int err = set_flags_check(n, cr, flags);
 
 	/* The journal-data flag changes how the file's data reaches the

@@ -140,7 +140,7 @@ static int inode_read(struct mfs_fs *fs, uint32_t ino, struct mfs_inode *in,
 	return err;
 }
 
-int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data)
+int mfs_inode_write(struct mfs_node *n, struct mfs_handle *h, bool data)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t blk = 0;
@@ -156,9 +156,9 @@ int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data)
 	pthread_mutex_lock(&n->lock);
 	n->raw.i_checksum = htole32(fmt_inode_csum(&fs->sb, n->ino, &n->raw));
 	memcpy((char *)pg->data + off, &n->raw, sizeof(n->raw));
-	n->last_tid = h->h_tid;
+	n->last_tid = h->jh.h_tid;
 	if (data)
-		n->last_data_tid = h->h_tid;
+		n->last_data_tid = h->jh.h_tid;
 	n->dirty_tid = true;
 	pthread_mutex_unlock(&n->lock);
 	pc_unlock_page(pg);
@@ -402,7 +402,7 @@ void mfs_node_opened(struct mfs_node *n, int delta)
 static int free_unlinked(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
-	struct jnl_handle h;
+	struct mfs_handle h;
 	bool is_dir = S_ISDIR(node_mode(n));
 	struct timespec now;
 	int err = mfs_bmap_truncate(n, 0);
@@ -738,7 +738,7 @@ void mfs_node_touch(struct mfs_node *n, bool mtime, bool ctime)
 
 /* ---- the orphan list ----------------------------------------------------- */
 
-int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h)
+int mfs_orphan_add(struct mfs_node *n, struct mfs_handle *h)
 {
 	struct mfs_fs *fs = n->fs;
 	int err;
@@ -763,7 +763,7 @@ int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h)
 
 /* Point the list's link before @n (the superblock's head, or @prev's
  * i_next_orphan) at @next, in memory and in the journal. */
-static int orphan_link_to(struct mfs_fs *fs, struct mfs_node *prev, struct jnl_handle *h,
+static int orphan_link_to(struct mfs_fs *fs, struct mfs_node *prev, struct mfs_handle *h,
 			  uint32_t next)
 {
 	if (!prev) {
@@ -782,7 +782,7 @@ static int orphan_link_to(struct mfs_fs *fs, struct mfs_node *prev, struct jnl_h
  * retry.  Once that link is written, the list is whole without @n and
  * @n's own stale i_next_orphan is harmless (cleared when it is written).
  */
-int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
+int mfs_orphan_del(struct mfs_node *n, struct mfs_handle *h)
 {
 	struct mfs_fs *fs = n->fs;
 	uint32_t next = le32toh(n->raw.i_next_orphan);
@@ -815,7 +815,7 @@ int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h)
 int mfs_orphan_remove(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;
-	struct jnl_handle h;
+	struct mfs_handle h;
 	int err;
 
 	pthread_mutex_lock(&fs->orphan_lock);

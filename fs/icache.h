@@ -32,12 +32,12 @@ int mfs_inode_mem(struct mfs_fs *fs, uint64_t ino, const struct mfs_inode *raw,
 void mfs_inode_mem_free(struct mfs_node *n);
 void mfs_iget_lookup(struct mfs_node *n);  /* one more lookup count */
 void mfs_node_fill_stat(struct mfs_node *n, struct stat *st);
-int mfs_inode_write(struct mfs_node *n, struct jnl_handle *h, bool data);
+int mfs_inode_write(struct mfs_node *n, struct mfs_handle *h, bool data);
 void mfs_node_opened(struct mfs_node *n, int delta);
 int mfs_icache_sync(struct mfs_fs *fs);
 /* Both with fs->orphan_lock held and 3 credits. */
-int mfs_orphan_add(struct mfs_node *n, struct jnl_handle *h);
-int mfs_orphan_del(struct mfs_node *n, struct jnl_handle *h);
+int mfs_orphan_add(struct mfs_node *n, struct mfs_handle *h);
+int mfs_orphan_del(struct mfs_node *n, struct mfs_handle *h);
 #define MFS_ORPHAN_CREDITS 3u
 /* mfs_orphan_del in a handle of its own, taking fs->orphan_lock. */
 int mfs_orphan_remove(struct mfs_node *n);

@@ -81,7 +81,7 @@ struct mfs_jdata {
 struct jd_pass {
 	struct pc_writer w;
 	struct mfs_node *n;
-	struct jnl_handle *h;
+	struct mfs_handle *h;
 	uint32_t left;               /* pages it may still take */
 	uint32_t done;
 	bool more;                   /* pages were left for another handle */
@@ -204,12 +204,12 @@ static int journal_page(struct mfs_node *n, struct jd_pass *p, struct pc_page *p
 	int err = mfs_bmap_lookup(n, pc_page_index(pg), &pblk);
 
 	if (!err && pblk)
-		err = jnl_journal_data(p->h, pg, pblk);
+		err = jnl_journal_data(&p->h->jh, pg, pblk);
 	if (err)
 		return err;
 	/* Before the page stops pending: an fsync that finds it clean must
 	 * wait for this handle's transaction. */
-	note_tid(n, p->h->h_tid);
+	note_tid(n, p->h->jh.h_tid);
 	end_pending(n, pg);
 	p->left--;
 	p->done++;
@@ -293,7 +293,7 @@ int mfs_jdata_flush(struct mfs_node *n)
 		return 0;
 	credits = UT_MIN(JD_CREDITS, jnl_max_credits(fs->j));
 	do {
-		struct jnl_handle h;
+		struct mfs_handle h;
 
 		p = (struct jd_pass){ .w.writepages = gather_pages, .n = n,
 				      .h = &h, .left = credits };

@@ -60,10 +60,10 @@ int mfs_meta_read(struct mfs_fs *fs, uint64_t blk, struct pc_page **pg)
 	return err;
 }
 
-int mfs_journal_access(struct mfs_fs *fs, struct jnl_handle *h,
+int mfs_journal_access(struct mfs_fs *fs, struct mfs_handle *h,
 		       struct pc_page *pg, uint64_t blk)
 {
-	int err = jnl_get_write_access(h, pg, blk);
+	int err = jnl_get_write_access(&h->jh, pg, blk);
 
 	if (err == -EUCLEAN)
 		return mfs_error(fs, "block %" PRIu64 " has two owners: the journal "
@@ -73,7 +73,7 @@ int mfs_journal_access(struct mfs_fs *fs, struct jnl_handle *h,
 
 /* A block that gets new content from scratch: no read, zeroed under its
  * page lock after the journal knows about it. */
-static int meta_fresh(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+static int meta_fresh(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		      struct pc_page **out)
 {
 	struct pc_page *pg;
@@ -96,7 +96,7 @@ static int meta_fresh(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 	return 0;
 }
 
-int mfs_meta_access(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+int mfs_meta_access(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		    bool fresh, struct pc_page **pg)
 {
 	int err;
@@ -115,28 +115,29 @@ int mfs_meta_access(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
 	return err;
 }
 
-int mfs_meta_dirty(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+int mfs_meta_dirty(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		   struct pc_page *pg)
 {
 	(void)fs;
 	(void)pg;
-	return jnl_dirty(h, blk);
+	return jnl_dirty(&h->jh, blk);
 }
 
-int mfs_jstart_by(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h,
-		  const char *caller)
+int mfs_jstart_by(struct mfs_fs *fs, uint32_t credits, struct mfs_resv *resv,
+		  struct mfs_handle *h, const char *caller)
 {
 	int err = mfs_check_rw(fs);
 
 	if (err)
 		return err;
+	h->resv = resv;
 	atomic_fetch_add(&fs->st.handles, 1);
-	return jnl_start_by(fs->j, credits, h, caller);
+	return jnl_start_by(fs->j, credits, &h->jh, caller);
 }
 
-int mfs_jstop(struct mfs_fs *fs, struct jnl_handle *h, int err)
+int mfs_jstop(struct mfs_fs *fs, struct mfs_handle *h, int err)
 {
-	int e = jnl_stop(h);
+	int e = jnl_stop(&h->jh);
 
 	(void)fs;
 	return err ? err : e;
@@ -220,7 +221,7 @@ static struct mfs_super *sb_in_page(struct pc_page *pg)
 					    pc_mapping_cache(pc_page_mapping(pg))));
 }
 
-int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h)
+int mfs_sb_journal(struct mfs_fs *fs, struct mfs_handle *h)
 {
 	uint64_t blk = MFS_SB_OFFSET / fs->bs;
 	struct mfs_super *sb;

@@ -60,6 +60,27 @@ struct mfs_group {
 
 struct mfs_node;
 
+/*
+ * Blocks an operation took off the free count before its first handle, so
+ * that it never meets -ENOSPC half-way, and how many of them its handles
+ * have allocated since.  One reservation may span several handles
+ * (fallocate's chunks); mfs_reserve_end gives back what was not used.
+ */
+struct mfs_resv {
+	uint64_t blocks;
+	uint64_t used;
+};
+
+/*
+ * The filesystem's handle: the journal's, and the reservation that the
+ * blocks allocated under it are charged to (NULL when the operation
+ * allocates nothing).
+ */
+struct mfs_handle {
+	struct jnl_handle jh;
+	struct mfs_resv *resv;
+};
+
 #define MFS_ERROR_FUNCS 16u
 
 struct mfs_fs {
@@ -253,25 +274,28 @@ int mfs_check_rw(struct mfs_fs *fs);
 int mfs_meta_read(struct mfs_fs *fs, uint64_t blk, struct pc_page **pg);
 /* Journal access to metadata block @blk, read from disk first unless
  * @fresh (then zeroed).  Returns the page referenced, not locked. */
-int mfs_meta_access(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+int mfs_meta_access(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		    bool fresh, struct pc_page **pg);
 /* jnl_get_write_access, with two owners of @blk (damage) said in the log
  * and marked on the superblock. */
-int mfs_journal_access(struct mfs_fs *fs, struct jnl_handle *h,
+int mfs_journal_access(struct mfs_fs *fs, struct mfs_handle *h,
 		       struct pc_page *pg, uint64_t blk);
-int mfs_meta_dirty(struct mfs_fs *fs, struct jnl_handle *h, uint64_t blk,
+int mfs_meta_dirty(struct mfs_fs *fs, struct mfs_handle *h, uint64_t blk,
 		   struct pc_page *pg);
 struct mfs_group_desc *mfs_gdesc(struct mfs_fs *fs, uint32_t g,
 				 struct pc_page **pg);
 int mfs_gdt_load(struct mfs_fs *fs);
 void mfs_gdt_put(struct mfs_fs *fs);
-int mfs_jstart_by(struct mfs_fs *fs, uint32_t credits, struct jnl_handle *h,
-		  const char *caller);
-/* The handle is counted by the function that starts it (jnl_start). */
-#define mfs_jstart(fs, credits, h) mfs_jstart_by(fs, credits, h, __func__)
-int mfs_jstop(struct mfs_fs *fs, struct jnl_handle *h, int err);
+int mfs_jstart_by(struct mfs_fs *fs, uint32_t credits, struct mfs_resv *resv,
+		  struct mfs_handle *h, const char *caller);
+/* The handle is counted by the function that starts it (jnl_start); the
+ * blocks it allocates are charged to @resv. */
+#define mfs_jstart(fs, credits, h) mfs_jstart_by(fs, credits, NULL, h, __func__)
+#define mfs_jstart_resv(fs, credits, resv, h) \
+	mfs_jstart_by(fs, credits, resv, h, __func__)
+int mfs_jstop(struct mfs_fs *fs, struct mfs_handle *h, int err);
 /* Superblock fields changed under a handle (the orphan head). */
-int mfs_sb_journal(struct mfs_fs *fs, struct jnl_handle *h);
+int mfs_sb_journal(struct mfs_fs *fs, struct mfs_handle *h);
 
 /* namei.c */
 struct mfs_dirloc;
@@ -280,7 +304,7 @@ int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
 		struct mfs_dirloc *loc, struct mfs_node **out);
 int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
 		   struct mfs_dirloc *loc, struct mfs_node **victim);
-int mfs_drop_link(struct mfs_node *n, struct jnl_handle *h);
+int mfs_drop_link(struct mfs_node *n, struct mfs_handle *h);
 
 /* attr.c */
 int mfs_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
@@ -294,7 +318,7 @@ int mfs_truncate_locked(struct mfs_node *n, const struct mfs_cred *cr,
 			uint64_t size);
 /* Before the file grows past @old under @h: zeros after @old in its
  * last block, ordered before the new size. */
-int mfs_zero_eof_tail(struct mfs_node *n, struct jnl_handle *h, uint64_t old);
+int mfs_zero_eof_tail(struct mfs_node *n, struct mfs_handle *h, uint64_t old);
 
 /* flags.c: the inode flags' rules */
 /* chattr +S on @n (or +D on a directory, with @dir): the change just

@@ -75,7 +75,7 @@ static void new_raw(struct mfs_fs *fs, struct mfs_node *dir, const struct mfs_cr
 }
 
 /* A slow symlink's target in its data block 0 (ordered data). */
-static int write_target(struct mfs_node *n, struct jnl_handle *h,
+static int write_target(struct mfs_node *n, struct mfs_handle *h,
 			const struct newinode *ni)
 {
 	struct pc_page *pg;
@@ -99,7 +99,7 @@ static int write_target(struct mfs_node *n, struct jnl_handle *h,
 	return err;
 }
 
-static int fill_new(struct mfs_node *n, struct mfs_node *dir, struct jnl_handle *h,
+static int fill_new(struct mfs_node *n, struct mfs_node *dir, struct mfs_handle *h,
 		    const struct newinode *ni)
 {
 	if (S_ISDIR(ni->mode))
@@ -116,7 +116,7 @@ static int fill_new(struct mfs_node *n, struct mfs_node *dir, struct jnl_handle 
 
 /* The parent's side of a new entry: its link count for a directory, its
  * times, its inode. */
-static int parent_update(struct mfs_node *dir, struct jnl_handle *h, int dlinks)
+static int parent_update(struct mfs_node *dir, struct mfs_handle *h, int dlinks)
 {
 	pthread_mutex_lock(&dir->lock);
 	dir->raw.i_links_count = htole16((uint16_t)(le16toh(dir->raw.i_links_count) +
@@ -130,15 +130,16 @@ static int parent_update(struct mfs_node *dir, struct jnl_handle *h, int dlinks)
  * inode reserved by the caller is used, or given back here. */
 static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		     const char *name, size_t len, const struct newinode *ni,
-		     const struct mfs_acl_inherit *inh, struct mfs_node **out)
+		     const struct mfs_acl_inherit *inh, struct mfs_resv *resv,
+		     struct mfs_node **out)
 {
 	struct mfs_fs *fs = dir->fs;
 	struct mfs_inode raw;
-	struct jnl_handle h;
+	struct mfs_handle h;
 	uint32_t ino;
 	bool is_dir = S_ISDIR(ni->mode), named = false, written;
-	int err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 12 +
-			     (inh->dflt ? 2 * MFS_XATTR_CREDITS : 0), &h);
+	int err = mfs_jstart_resv(fs, MFS_DIR_ADD_CREDITS + 12 +
+				  (inh->dflt ? 2 * MFS_XATTR_CREDITS : 0), resv, &h);
 
 	if (err) {
 		mfs_unreserve_inode(fs);
@@ -218,8 +219,9 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 			 struct mfs_node **out)
 {
 	struct mfs_fs *fs = dir->fs;
-	uint64_t blocks = create_blocks(fs, ni), since = mfs_blocks_allocated();
+	uint64_t blocks = create_blocks(fs, ni);
 	struct mfs_acl_inherit inh;
+	struct mfs_resv resv;
 	int err = create_checks(dir, cr, name, len, ni);
 
 	if (!err)
@@ -229,7 +231,7 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 	blocks += inh.dflt ? 1 : 0;          /* the ACLs may need a block */
 	err = mfs_reserve_inode(fs);
 	if (!err) {
-		err = mfs_reserve_blocks(fs, cr, blocks);
+		err = mfs_reserve_blocks(fs, cr, blocks, &resv);
 		if (err)
 			mfs_unreserve_inode(fs);
 	}
@@ -238,9 +240,9 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 		return err;
 	}
 	*out = NULL;
-	err = create_in(dir, cr, name, len, ni, &inh, out);
+	err = create_in(dir, cr, name, len, ni, &inh, &resv, out);
 	mfs_acl_inherit_free(&inh);
-	mfs_reserve_end(fs, blocks, since);
+	mfs_reserve_end(fs, &resv);
 	if (err && *out) {
 		mfs_iput(*out);
 		*out = NULL;
@@ -361,7 +363,7 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 {
 	struct mfs_fs *fs = dir->fs;
 	struct mfs_dirloc loc;
-	struct jnl_handle h;
+	struct mfs_handle h;
 	int err = mfs_permission(dir, cr, W_OK | X_OK);
 
 	if (!err && !dir->raw.i_links_count)
@@ -374,13 +376,13 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 		err = mfs_dir_find(dir, name, len, &loc);
 		err = err == -ENOENT ? 0 : err ? err : -EEXIST;
 	}
-	uint64_t since = mfs_blocks_allocated();
+	struct mfs_resv resv;
 
 	if (!err)
-		err = mfs_reserve_blocks(fs, cr, MFS_DIR_ADD_BLOCKS);
+		err = mfs_reserve_blocks(fs, cr, MFS_DIR_ADD_BLOCKS, &resv);
 	if (err)
 		return err;
-	err = mfs_jstart(fs, MFS_DIR_ADD_CREDITS + 4, &h);
+	err = mfs_jstart_resv(fs, MFS_DIR_ADD_CREDITS + 4, &resv, &h);
 	if (!err) {
 		err = mfs_dir_add(dir, &h, name, len, n->ino, fmt_mode_to_ft(node_mode(n)));
 		pthread_mutex_lock(&n->lock);
@@ -393,7 +395,7 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 			err = parent_update(dir, &h, 0);
 		err = mfs_jstop(fs, &h, err);
 	}
-	mfs_reserve_end(fs, MFS_DIR_ADD_BLOCKS, since);
+	mfs_reserve_end(fs, &resv);
 	return err;
 }
 
@@ -414,7 +416,7 @@ int mfs_dir_link(struct mfs_node *dir, const struct mfs_cred *cr,
 
 /* Drop one link of @n (rwsem held); at zero it goes on the orphan list
  * until its last user lets go.  orphan_lock held, in a handle. */
-int mfs_drop_link(struct mfs_node *n, struct jnl_handle *h)
+int mfs_drop_link(struct mfs_node *n, struct mfs_handle *h)
 {
 	uint16_t links = le16toh(n->raw.i_links_count);
 
@@ -436,7 +438,7 @@ static int remove_locked(struct mfs_node *dir, struct mfs_node *victim,
 			 bool rmdir)
 {
 	struct mfs_fs *fs = dir->fs;
-	struct jnl_handle h;
+	struct mfs_handle h;
 	int err = mfs_may_delete(dir, victim, cr);
 
 	if (!err && rmdir && !S_ISDIR(node_mode(victim)))

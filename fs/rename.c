@@ -203,7 +203,7 @@ static int check_links(struct ren *r)
 
 /* ---- the change ---------------------------------------------------------- */
 
-static int touch(struct mfs_node *n, struct jnl_handle *h, int dlinks, bool mtime)
+static int touch(struct mfs_node *n, struct mfs_handle *h, int dlinks, bool mtime)
 {
 	pthread_mutex_lock(&n->lock);
 	n->raw.i_links_count = htole16((uint16_t)(le16toh(n->raw.i_links_count) + dlinks));
@@ -213,7 +213,7 @@ static int touch(struct mfs_node *n, struct jnl_handle *h, int dlinks, bool mtim
 }
 
 /* Directory @n moved from @from to @to: its ".." and both link counts. */
-static int reparent(struct mfs_node *n, struct jnl_handle *h, struct mfs_node *to)
+static int reparent(struct mfs_node *n, struct mfs_handle *h, struct mfs_node *to)
 {
 	struct mfs_dirloc loc;
 	int err = mfs_dir_find(n, "..", 2, &loc);
@@ -223,7 +223,7 @@ static int reparent(struct mfs_node *n, struct jnl_handle *h, struct mfs_node *t
 	return err;
 }
 
-static int do_exchange(struct ren *r, struct jnl_handle *h)
+static int do_exchange(struct ren *r, struct mfs_handle *h)
 {
 	int err = mfs_dir_set(r->sdir, h, &r->sloc, r->dst->ino,
 			      fmt_mode_to_ft(node_mode(r->dst)));
@@ -251,7 +251,7 @@ static int do_exchange(struct ren *r, struct jnl_handle *h)
 	return err;
 }
 
-static int do_move(struct ren *r, struct jnl_handle *h)
+static int do_move(struct ren *r, struct mfs_handle *h)
 {
 	uint8_t ft = fmt_mode_to_ft(node_mode(r->src));
 	int ds = 0, dd = 0, err;
@@ -287,8 +287,8 @@ static int do_move(struct ren *r, struct jnl_handle *h)
 static int rename_locked(struct ren *r)
 {
 	struct mfs_fs *fs = r->sdir->fs;
-	uint64_t since = mfs_blocks_allocated();
-	struct jnl_handle h;
+	struct mfs_resv resv;
+	struct mfs_handle h;
 	int err;
 
 	if (r->src == r->dst)
@@ -299,17 +299,17 @@ static int rename_locked(struct ren *r)
 	if (!err)
 		err = check_links(r);
 	if (!err)
-		err = mfs_reserve_blocks(fs, r->cr, MFS_DIR_ADD_BLOCKS);
+		err = mfs_reserve_blocks(fs, r->cr, MFS_DIR_ADD_BLOCKS, &resv);
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->orphan_lock);
-	err = mfs_jstart(fs, RENAME_CREDITS, &h);
+	err = mfs_jstart_resv(fs, RENAME_CREDITS, &resv, &h);
 	if (!err) {
 		err = r->flags & RENAME_EXCHANGE ? do_exchange(r, &h) : do_move(r, &h);
 		err = mfs_jstop(fs, &h, err);
 	}
 	pthread_mutex_unlock(&fs->orphan_lock);
-	mfs_reserve_end(fs, MFS_DIR_ADD_BLOCKS, since);
+	mfs_reserve_end(fs, &resv);
 	return err;
 }
 

@@ -177,7 +177,7 @@ bool mfs_xattr_needs_block(struct mfs_node *n)
 /* ---- writing ------------------------------------------------------------------- */
 
 /* The block as @st has it: freed when empty, allocated when new. */
-static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state *st)
+static int store_block(struct mfs_node *n, struct mfs_handle *h, struct xa_state *st)
 {
 	struct mfs_fs *fs = n->fs;
 	uint64_t old = st->blkno;
@@ -218,7 +218,7 @@ static int store_block(struct mfs_node *n, struct jnl_handle *h, struct xa_state
 
 /* The block first, then the inode: readers that do not hold the rwsem
  * (mfs_acl_check) see xattr_changing between the two and read again. */
-static int store(struct mfs_node *n, struct jnl_handle *h, struct xa_state *st,
+static int store(struct mfs_node *n, struct mfs_handle *h, struct xa_state *st,
 		 bool block_changed)
 {
 	uint64_t old = st->blkno;
@@ -245,7 +245,7 @@ static int store(struct mfs_node *n, struct jnl_handle *h, struct xa_state *st,
 	return err ? err : mfs_inode_write(n, h, true);
 }
 
-int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
+int mfs_xattr_set(struct mfs_node *n, struct mfs_handle *h,
 		  const struct mfs_xname *nm, const void *value, size_t size,
 		  int flags)
 {
@@ -285,7 +285,7 @@ out:
 	return err;
 }
 
-int mfs_xattr_drop_block(struct mfs_node *n, struct jnl_handle *h)
+int mfs_xattr_drop_block(struct mfs_node *n, struct mfs_handle *h)
 {
 	uint64_t blk;
 	int err;
@@ -403,8 +403,8 @@ static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
 		      const struct mfs_xname *nm, const void *value, size_t size,
 		      int flags)
 {
-	uint64_t since = mfs_blocks_allocated(), reserved = 0;
-	struct jnl_handle h;
+	struct mfs_resv resv = { 0 };
+	struct mfs_handle h;
 	int err = drops_caps(n, cr, nm, value) ? 0 : may_xattr(n, cr, nm, true);
 
 	if (err)
@@ -413,18 +413,17 @@ static int set_locked(struct mfs_node *n, const struct mfs_cred *cr,
 		return mfs_acl_set(n, cr, nm->index, value, size);
 	/* A full filesystem still takes what fits in the inode. */
 	if (value && mfs_xattr_needs_block(n)) {
-		err = mfs_reserve_blocks(n->fs, cr, 1);
+		err = mfs_reserve_blocks(n->fs, cr, 1, &resv);
 		if (err && err != -ENOSPC)
 			return err;
-		reserved = !err;
 		flags |= err ? MFS_XATTR_NO_BLOCK : 0;
 	}
-	err = mfs_jstart(n->fs, MFS_XATTR_CREDITS, &h);
+	err = mfs_jstart_resv(n->fs, MFS_XATTR_CREDITS, &resv, &h);
 	if (!err) {
 		err = mfs_xattr_set(n, &h, nm, value, size, flags);
 		err = mfs_jstop(n->fs, &h, err);
 	}
-	mfs_reserve_end(n->fs, reserved, since);
+	mfs_reserve_end(n->fs, &resv);
 	return err;
 }
 

@@ -29,12 +29,12 @@ ssize_t mfs_xattr_get(struct mfs_node *n, const struct mfs_xname *nm, void *buf,
  * first (mfs_xattr_needs_block), or, when none can be had, passes
  * MFS_XATTR_NO_BLOCK: what does not fit in the inode is then -ENOSPC. */
 #define MFS_XATTR_NO_BLOCK 0x100
-int mfs_xattr_set(struct mfs_node *n, struct jnl_handle *h,
+int mfs_xattr_set(struct mfs_node *n, struct mfs_handle *h,
 		  const struct mfs_xname *nm, const void *value, size_t size,
 		  int flags);
 bool mfs_xattr_needs_block(struct mfs_node *n);
 /* Free the block of an inode being freed, under @h (2 credits). */
-int mfs_xattr_drop_block(struct mfs_node *n, struct jnl_handle *h);
+int mfs_xattr_drop_block(struct mfs_node *n, struct mfs_handle *h);
 
 /* acl.c: POSIX ACLs.  Entries are kept sorted as acl(5) requires. */
 #define MFS_ACL_USER_OBJ  0x01
@@ -84,7 +84,7 @@ int mfs_acl_set(struct mfs_node *n, const struct mfs_cred *cr, int index,
 		const void *value, size_t size);
 ssize_t mfs_acl_get(struct mfs_node *n, int index, void *buf, size_t size);
 /* Under @h: after a mode change, the access ACL follows it. */
-int mfs_acl_chmod_node(struct mfs_node *n, struct jnl_handle *h);
+int mfs_acl_chmod_node(struct mfs_node *n, struct mfs_handle *h);
 /* What a new inode gets from its parent's default ACL. */
 struct mfs_acl_inherit {
 	struct mfs_acl *dflt;        /* the parent's default; NULL: none */
@@ -94,7 +94,7 @@ struct mfs_acl_inherit {
 /* @dir's rwsem held; on success the caller ends with mfs_acl_inherit_free. */
 int mfs_acl_inherit_prepare(struct mfs_node *dir, uint16_t mode,
 			    struct mfs_acl_inherit *inh);
-int mfs_acl_inherit_apply(struct mfs_node *n, struct jnl_handle *h,
+int mfs_acl_inherit_apply(struct mfs_node *n, struct mfs_handle *h,
 			  const struct mfs_acl_inherit *inh);
 void mfs_acl_inherit_free(struct mfs_acl_inherit *inh);
 
