@@ -120,7 +120,8 @@ def protected(path):
 def unmapped(path):
     """Whether path is owned by a user or group the damage set to -1, which
     the kernel cannot map: it shows as the overflow id, and root's override
-    of permissions does not apply to it, so a change gives EACCES."""
+    of permissions does not apply to it, so a change gives EACCES, and a
+    rename or removal of it EOVERFLOW (the kernel's may_delete, as on ext4)."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -132,6 +133,7 @@ def unmapped(path):
 EXPLAINED = {
     errno.EPERM: (protected, "is immutable or append-only"),
     errno.EACCES: (unmapped, "is owned by an id the kernel cannot map"),
+    errno.EOVERFLOW: (unmapped, "is owned by an id the kernel cannot map"),
 }
 explained = set()                           # those seen explained so far
 
