@@ -9,8 +9,9 @@
  *
  *   fs->rename_lock       one cross-directory rename at a time
  *   node->rwsem           inode locks; several only in increasing inode
- *                         number (a new inode, invisible until its entry
- *                         exists, is never locked)
+ *                         number, taken by the entry layer (vfs_lock.c; a
+ *                         new inode, invisible until its entry exists, is
+ *                         never locked)
  *   fs->orphan_lock       the orphan list, held across the handle that
  *                         changes it
  *   journal handle        jnl_start .. jnl_stop
@@ -302,8 +303,6 @@ struct mfs_dirloc;
 
 int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
 		struct mfs_dirloc *loc, struct mfs_node **out);
-int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
-		   struct mfs_dirloc *loc, struct mfs_node **victim);
 int mfs_drop_link(struct mfs_node *n, struct mfs_handle *h);
 
 /* attr.c */

@@ -282,31 +282,6 @@ ssize_t mfs_symlink_read(struct mfs_node *n, char *buf, size_t size)
 	return err ? err : (ssize_t)len;
 }
 
-/* ---- two inodes at once -------------------------------------------------- */
-
-static void lock_two(struct mfs_node *a, struct mfs_node *b)
-{
-	if (a == b) {
-		pthread_rwlock_wrlock(&a->rwsem);
-		return;
-	}
-	if (a->ino > b->ino) {
-		struct mfs_node *t = a;
-
-		a = b;
-		b = t;
-	}
-	pthread_rwlock_wrlock(&a->rwsem);
-	pthread_rwlock_wrlock(&b->rwsem);
-}
-
-static void unlock_two(struct mfs_node *a, struct mfs_node *b)
-{
-	pthread_rwlock_unlock(&a->rwsem);
-	if (a != b)
-		pthread_rwlock_unlock(&b->rwsem);
-}
-
 /*
  * Find @name in @dir and reference the inode it names, with @dir
  * read-locked across both: the entry keeps the inode linked meanwhile.
@@ -327,33 +302,6 @@ int mfs_dir_get(struct mfs_node *dir, const char *name, size_t len,
 		err = mfs_iget(dir->fs, loc->ino, out);
 	pthread_rwlock_unlock(&dir->rwsem);
 	return err;
-}
-
-/*
- * Find @name in @dir and lock @dir and the inode it names, in inode order;
- * on success both are locked, *@victim referenced, @loc current.
- */
-int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
-		   struct mfs_dirloc *loc, struct mfs_node **victim)
-{
-	int err;
-
-	for (;;) {
-		uint32_t ino;
-
-		err = mfs_dir_get(dir, name, len, loc, victim);
-		if (err)
-			return err;
-		ino = loc->ino;
-		lock_two(dir, *victim);
-		err = mfs_dir_find(dir, name, len, loc);
-		if (!err && loc->ino == ino)
-			return 0;
-		unlock_two(dir, *victim);
-		mfs_iput(*victim);
-		if (err)
-			return err;
-	}
 }
 
 /* ---- link ---------------------------------------------------------------- */
@@ -399,17 +347,13 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 	return err;
 }
 
+/* The entry layer holds both locks. */
 int mfs_dir_link(struct mfs_node *dir, const struct mfs_cred *cr,
 		 const char *name, size_t len, struct mfs_node *n)
 {
 	int err = mfs_check_flags(n, true);
 
-	if (err)
-		return err;
-	lock_two(dir, n);
-	err = link_locked(n, dir, cr, name, len);
-	unlock_two(dir, n);
-	return err;
+	return err ? err : link_locked(n, dir, cr, name, len);
 }
 
 /* ---- unlink and rmdir ---------------------------------------------------- */
@@ -433,9 +377,10 @@ int mfs_drop_link(struct mfs_node *n, struct mfs_handle *h)
 	return mfs_inode_write(n, h, true);
 }
 
-static int remove_locked(struct mfs_node *dir, struct mfs_node *victim,
-			 const struct mfs_cred *cr, const struct mfs_dirloc *loc,
-			 bool rmdir)
+/* The entry layer holds both locks (mfs_lock_entry). */
+int mfs_dir_unlink(struct mfs_node *dir, struct mfs_node *victim,
+		   const struct mfs_dirloc *loc, const struct mfs_cred *cr,
+		   bool rmdir)
 {
 	struct mfs_fs *fs = dir->fs;
 	struct mfs_handle h;
@@ -465,20 +410,5 @@ static int remove_locked(struct mfs_node *dir, struct mfs_node *victim,
 	}
 	pthread_mutex_unlock(&fs->orphan_lock);
 	atomic_fetch_add(&fs->st.unlinks, 1);
-	return err;
-}
-
-int mfs_dir_unlink(struct mfs_node *dir, const struct mfs_cred *cr,
-		   const char *name, size_t len, bool rmdir)
-{
-	struct mfs_node *victim;
-	struct mfs_dirloc loc;
-	int err = mfs_lock_entry(dir, name, len, &loc, &victim);
-
-	if (err)
-		return err;
-	err = remove_locked(dir, victim, cr, &loc, rmdir);
-	unlock_two(dir, victim);
-	mfs_iput(victim);
 	return err;
 }

@@ -4,8 +4,9 @@
  *
  * Each call checks what every kind shares -- the name, the read-only
  * state, that a directory is one -- then asks the directory's kind
- * whether it takes the change at all (refuse) and hands the rest to the
- * kind's operation (vfs.h).  A directory marked for synchronous updates
+ * whether it takes the change at all (refuse), locks the inodes a change
+ * of names concerns (vfs_lock.c) and hands the rest to the kind's
+ * operation (vfs.h).  A directory marked for synchronous updates
  * (chattr +S/+D) has its change committed before the call returns.
  */
 #include "mfs_i.h"
@@ -221,6 +222,18 @@ ssize_t mfs_readlink(struct mfs_fs *fs, uint64_t ino, char *buf, size_t size)
 
 /* ---- link ---------------------------------------------------------------- */
 
+static int lock_and_link(struct mfs_node *dir, const struct mfs_cred *cr,
+		       const char *name, size_t len, struct mfs_node *n)
+{
+	struct mfs_locked l;
+	int err;
+
+	mfs_lock_nodes(&l, dir, n, NULL, NULL);
+	err = dir->ops->link(dir, cr, name, len, n);
+	mfs_unlock_nodes(&l);
+	return err;
+}
+
 int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	     uint64_t newdir, const char *newname, struct stat *st, uint64_t *gen)
 {
@@ -239,8 +252,10 @@ int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	}
 	if (!n->ops->linkable)
 		err = -EPERM;
+	else if (!dir->ops->link)
+		err = -ENOTDIR;
 	else
-		err = dir->ops->link ? dir->ops->link(dir, cr, newname, len, n) : -ENOTDIR;
+		err = lock_and_link(dir, cr, newname, len, n);
 	if (!err)
 		err = mfs_sync_if_flagged(dir, true);
 	if (!err)
@@ -251,6 +266,22 @@ int mfs_link(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 }
 
 /* ---- unlink and rmdir ---------------------------------------------------- */
+
+static int lock_and_unlink(struct mfs_node *dir, const struct mfs_cred *cr,
+			 const char *name, size_t len, bool rmdir)
+{
+	struct mfs_node *victim;
+	struct mfs_dirloc loc;
+	struct mfs_locked l;
+	int err = mfs_lock_entry(dir, name, len, &loc, &victim, &l);
+
+	if (err)
+		return err;
+	err = dir->ops->unlink(dir, victim, &loc, cr, rmdir);
+	mfs_unlock_nodes(&l);
+	mfs_iput(victim);
+	return err;
+}
 
 static int remove_name(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dirino,
 		       const char *name, bool rmdir)
@@ -267,7 +298,7 @@ static int remove_name(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t di
 		err = get_dir_to_change(fs, dirino, name, false, &dir);
 	if (err)
 		return err;
-	err = dir->ops->unlink ? dir->ops->unlink(dir, cr, name, len, rmdir) : -ENOTDIR;
+	err = dir->ops->unlink ? lock_and_unlink(dir, cr, name, len, rmdir) : -ENOTDIR;
 	if (!err)
 		err = mfs_sync_if_flagged(dir, true);
 	mfs_iput(dir);
@@ -332,7 +363,11 @@ int mfs_rename(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t dir,
 	if (!err) {
 		err = rename_dirs_ok(&r);
 		if (!err)
+			err = mfs_lock_rename(&r);
+		if (!err) {
 			err = r.sdir->ops->rename(&r);
+			mfs_unlock_rename(&r);
+		}
 		if (!err)
 			err = mfs_sync_if_flagged(r.sdir, true);
 		if (!err && r.ddir != r.sdir)

@@ -23,6 +23,7 @@
 #define MISCFS_FS_VFS_H
 
 #include "mfs_i.h"
+#include "dir.h"
 #include "pc.h"
 
 struct mfs_xname;
@@ -46,10 +47,14 @@ struct mfs_iops {
 	int (*create)(struct mfs_node *dir, const struct mfs_cred *cr,
 		      const char *name, size_t len, const struct newinode *ni,
 		      struct mfs_node **out);
+	/* Called with the inodes concerned locked by the entry layer
+	 * (vfs_lock.c): @dir and @n; @dir and @victim, which @loc names;
+	 * all of @r's. */
 	int (*link)(struct mfs_node *dir, const struct mfs_cred *cr,
 		    const char *name, size_t len, struct mfs_node *n);
-	int (*unlink)(struct mfs_node *dir, const struct mfs_cred *cr,
-		      const char *name, size_t len, bool rmdir);
+	int (*unlink)(struct mfs_node *dir, struct mfs_node *victim,
+		      const struct mfs_dirloc *loc, const struct mfs_cred *cr,
+		      bool rmdir);
 	int (*rename)(struct mfs_rename *r);
 	/* May this inode get another name (link(2))?  Else -EPERM. */
 	bool linkable;
@@ -146,14 +151,41 @@ struct newinode {
 	size_t tlen;
 };
 
-/* rename(2), both directories referenced and refused nothing. */
+/* Inodes write-locked together, in increasing inode number. */
+#define MFS_LOCKED_MAX 4
+struct mfs_locked {
+	struct mfs_node *n[MFS_LOCKED_MAX];
+	unsigned nr;
+};
+
+/* rename(2): both directories referenced and refused nothing; the rest is
+ * filled by mfs_lock_rename. */
 struct mfs_rename {
 	struct mfs_node *sdir, *ddir;
 	const char *sname, *dname;
 	size_t slen, dlen;
 	unsigned int flags;
 	const struct mfs_cred *cr;
+	struct mfs_node *src, *dst;          /* referenced; dst NULL: none */
+	struct mfs_dirloc sloc, dloc;        /* their entries */
+	struct mfs_locked locked;
 };
+
+/* vfs_lock.c: the locks of a change of names (lock order: mfs_i.h) */
+/* Lock the distinct nodes of @a..@d that are not NULL. */
+void mfs_lock_nodes(struct mfs_locked *l, struct mfs_node *a, struct mfs_node *b,
+		    struct mfs_node *c, struct mfs_node *d);
+void mfs_unlock_nodes(struct mfs_locked *l);
+/* Find @name in @dir and lock @dir and the inode it names; on success
+ * both are locked in @l, *@victim referenced, @loc its entry. */
+int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
+		   struct mfs_dirloc *loc, struct mfs_node **victim,
+		   struct mfs_locked *l);
+/* Both names found, their inodes referenced, all four inodes locked; a
+ * rename between two directories holds the rename mutex too and has
+ * checked that no directory moves below itself (-EINVAL). */
+int mfs_lock_rename(struct mfs_rename *r);
+void mfs_unlock_rename(struct mfs_rename *r);
 
 int mfs_dir_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
 		   const char *name, size_t len, struct mfs_node **out);
@@ -162,8 +194,9 @@ int mfs_dir_create(struct mfs_node *dir, const struct mfs_cred *cr,
 		   struct mfs_node **out);
 int mfs_dir_link(struct mfs_node *dir, const struct mfs_cred *cr,
 		 const char *name, size_t len, struct mfs_node *n);
-int mfs_dir_unlink(struct mfs_node *dir, const struct mfs_cred *cr,
-		   const char *name, size_t len, bool rmdir);
+int mfs_dir_unlink(struct mfs_node *dir, struct mfs_node *victim,
+		   const struct mfs_dirloc *loc, const struct mfs_cred *cr,
+		   bool rmdir);
 int mfs_dir_rename(struct mfs_rename *r);
 int mfs_dir_readdir(struct mfs_node *dir, uint64_t off, bool plus,
 		    mfs_filldir_t fill, void *ctx);
