@@ -17,6 +17,10 @@
 # Filesystems (FS, default all):
 #   miscfs          build/daemon/miscfs IMG MNT -o cache_size=$CACHE
 #   miscfs-journal  the same with -o data=journal
+#   miscfs-base     $BASE_BUILD/daemon/miscfs, made by that build's mkfs,
+#                   with miscfs's options: the same code at another
+#                   commit, for an A/B pair (FS="miscfs miscfs-base";
+#                   not in the default list)
 #   fuse2fs         fuse2fs IMG MNT (e2fsprogs' FUSE driver, no options:
 #                   root needs none); image made by mkfs.ext4
 #   ext4            kernel ext4 on a loop device, -o data=ordered
@@ -65,7 +69,7 @@
 # OUT ($WORK/results), SIZE (image size, 2G), CACHE (miscfs cache_size,
 # 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
 # DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
-# command of a workload), BUILD (build).  REMAKE=1 runs nothing but
+# command of a workload), BUILD (build), BASE_BUILD (for miscfs-base).  REMAKE=1 runs nothing but
 # makes table.md and ratios.svg again from $OUT/raw.tsv (after merging
 # the lines of several runs into it, say).  QUICK=1 makes every default
 # tiny (SEQ=64M NFILES=2000 NLOOKUP=5000 NMETA=2000 DBENCH_TIME=5
@@ -89,6 +93,7 @@ shopt -s inherit_errexit
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${BUILD:-$top/build}" && pwd)
+base_build=${BASE_BUILD:+$(cd "$BASE_BUILD" && pwd)}
 if [ "${QUICK:-0}" = 1 ]; then
 	: "${SEQ:=64M}" "${NFILES:=2000}" "${NLOOKUP:=5000}" "${NMETA:=2000}"
 	: "${DBENCH_TIME:=5}" "${FIO_TIME:=3}" "${ROUNDS:=1}"
@@ -176,9 +181,9 @@ for w in $WORKLOADS; do
 	esac
 done
 for f in $FS; do
-	case " $ALL_FS " in
+	case " $ALL_FS miscfs-base " in
 	*" $f "*) ;;
-	*) die "unknown filesystem $f (known: $ALL_FS)" ;;
+	*) die "unknown filesystem $f (known: $ALL_FS miscfs-base)" ;;
 	esac
 done
 
@@ -297,6 +302,8 @@ fs_make() {
 	case $fs in
 	miscfs | miscfs-journal)
 		"$build/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
+	miscfs-base)
+		"$base_build/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
 	*)
 		# A bare number would be a count of blocks to mkfs.ext4.
 		mkfs.ext4 -F -q -N "$inodes" -E lazy_itable_init=0,lazy_journal_init=0 \
@@ -363,6 +370,7 @@ fs_mount() {
 	case $fs in
 	miscfs) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
 	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,data=journal" ;;
+	miscfs-base) "$base_build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
 	fuse2fs) as_peer fuse2fs "$img" "$mnt" ;;
 	ext4) mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$mnt" ;;
 	ext4-journal) mount -t ext4 -o data=journal "$(loop_of "$fs")" "$mnt" ;;
@@ -456,6 +464,10 @@ loop_works() {
 # Prints why FS cannot run here, or nothing.
 why_not() {
 	case $1 in
+	miscfs-base)
+		[ -n "$base_build" ] || echo "no BASE_BUILD"
+		[ -x "$base_build/daemon/miscfs" ] || echo "no $base_build/daemon/miscfs"
+		[ -c /dev/fuse ] || echo "no /dev/fuse" ;;
 	miscfs*)
 		[ -x "$build/daemon/miscfs" ] || echo "no $build/daemon/miscfs"
 		[ -x "$build/tools/mkfs.miscfs" ] || echo "no $build/tools/mkfs.miscfs"
@@ -822,7 +834,8 @@ def ratio(a, b, wl):
     return y / x if better[wl] in lower else x / y
 
 pairs = [(a, b) for a, b in [("miscfs", "fuse2fs"), ("miscfs", "ext4"),
-         ("miscfs", "passthrough"), ("miscfs-journal", "miscfs")]
+         ("miscfs", "passthrough"), ("miscfs-journal", "miscfs"),
+         ("miscfs", "miscfs-base")]
          if a in fs_list and b in fs_list and a not in skipped and b not in skipped]
 head = ["workload", "unit"] + fs_list + ["%s/%s" % p for p in pairs]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
