@@ -184,7 +184,12 @@ check_kind() {
 expect_status 0 "$MKDAMAGE" kinds
 cp "$T_OUT" "$T_DIR/kinds"
 [ "$(wc -l <"$T_DIR/kinds")" -ge 30 ] || fail "fewer than 30 kinds"
+# MKDAMAGE_EVERY=N (the sampled sanitizer trees: 2) checks every N-th
+# kind only.
+every=${MKDAMAGE_EVERY:-1} nth=0
 while read -r kind _; do
+	nth=$((nth + 1))
+	[ $(((nth - 1) % every)) -eq 0 ] || continue
 	cp "$pristine" "$img"
 	cp "$pristine.manifest" "$img.manifest"
 	expect_status 0 "$MKDAMAGE" damage "$img" "$kind"
