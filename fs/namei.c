@@ -126,6 +126,49 @@ static int parent_update(struct mfs_node *dir, struct mfs_handle *h, int dlinks)
 	return mfs_inode_write(dir, h, true);
 }
 
+/* Allocate an inode and its node under @h; the inode reserved by the
+ * caller is used, or given back here. */
+static int new_inode(struct mfs_node *dir, struct mfs_handle *h,
+		     const struct mfs_cred *cr, const struct newinode *ni,
+		     const struct mfs_acl_inherit *inh, struct mfs_node **out)
+{
+	struct mfs_fs *fs = dir->fs;
+	bool is_dir = S_ISDIR(ni->mode);
+	struct mfs_inode raw;
+	uint32_t ino;
+	int err = mfs_alloc_inode(fs, h, dir->ino, is_dir, &ino);
+
+	if (err) {
+		mfs_unreserve_inode(fs);
+		return err;
+	}
+	new_raw(fs, dir, cr, ni, inh, &raw);
+	err = mfs_inew(fs, ino, &raw, out);
+	/* No node (no memory): nothing refers to the inode, its bit goes
+	 * back in this handle, and with it the reservation.  One in use
+	 * already (a damaged bitmap, -EUCLEAN) keeps its bit: its owner is
+	 * live. */
+	if (err && (err == -EUCLEAN || mfs_free_inode(fs, h, ino, is_dir)))
+		mfs_unreserve_inode(fs);
+	return err;
+}
+
+/*
+ * A handle cannot be undone: the bit of a new inode that no entry names
+ * is set and may outlive the failure, with its slot on disk the previous
+ * owner's (no links) or, once @written, the new inode's with no links
+ * either.  The caller's iput frees it, and the blocks fill_new gave it;
+ * if that fails, evict() marks the superblock.
+ */
+static void unlink_unnamed(struct mfs_node *n, struct mfs_handle *h, bool written)
+{
+	pthread_mutex_lock(&n->lock);
+	n->raw.i_links_count = 0;
+	pthread_mutex_unlock(&n->lock);
+	if (written)
+		mfs_inode_write(n, h, true);
+}
+
 /* Make the inode in one handle; *@out is the node once it exists.  The
  * inode reserved by the caller is used, or given back here. */
 static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
@@ -134,10 +177,8 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		     struct mfs_node **out)
 {
 	struct mfs_fs *fs = dir->fs;
-	struct mfs_inode raw;
 	struct mfs_handle h;
-	uint32_t ino;
-	bool is_dir = S_ISDIR(ni->mode), named = false, written;
+	bool named = false, written;
 	int err = mfs_jstart_resv(fs, MFS_DIR_ADD_CREDITS + 12 +
 				  (inh->dflt ? 2 * MFS_XATTR_CREDITS : 0), resv, &h);
 
@@ -145,19 +186,7 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		mfs_unreserve_inode(fs);
 		return err;
 	}
-	err = mfs_alloc_inode(fs, &h, dir->ino, is_dir, &ino);
-	if (!err) {
-		new_raw(fs, dir, cr, ni, inh, &raw);
-		err = mfs_inew(fs, ino, &raw, out);
-		/* No node (no memory): nothing refers to the inode, its bit
-		 * goes back in this handle, and with it the reservation.  One
-		 * in use already (a damaged bitmap, -EUCLEAN) keeps its bit:
-		 * its owner is live. */
-		if (err && (err == -EUCLEAN || mfs_free_inode(fs, &h, ino, is_dir)))
-			mfs_unreserve_inode(fs);
-	} else {
-		mfs_unreserve_inode(fs);
-	}
+	err = new_inode(dir, &h, cr, ni, inh, out);
 	if (!err)
 		err = fill_new(*out, dir, &h, ni);
 	if (!err)
@@ -166,22 +195,13 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 		err = mfs_inode_write(*out, &h, true);
 	written = !err;
 	if (!err)
-		err = mfs_dir_add(dir, &h, name, len, ino, fmt_mode_to_ft((uint16_t)ni->mode));
+		err = mfs_dir_add(dir, &h, name, len, (uint32_t)(*out)->ino,
+				  fmt_mode_to_ft((uint16_t)ni->mode));
 	named = !err;
 	if (!err)
-		err = parent_update(dir, &h, is_dir ? 1 : 0);
-	/* A handle cannot be undone: the inode's bit is set and may outlive
-	 * this failure, with its slot on disk the previous owner's (no
-	 * links) or, once written, the new inode's with no links either: no
-	 * entry names it.  The caller's iput frees it, and the blocks
-	 * fill_new gave it; if that fails, evict() marks the superblock. */
-	if (err && *out && !named) {
-		pthread_mutex_lock(&(*out)->lock);
-		(*out)->raw.i_links_count = 0;
-		pthread_mutex_unlock(&(*out)->lock);
-		if (written)
-			mfs_inode_write(*out, &h, true);
-	}
+		err = parent_update(dir, &h, S_ISDIR(ni->mode) ? 1 : 0);
+	if (err && *out && !named)
+		unlink_unnamed(*out, &h, written);
 	return mfs_jstop(fs, &h, err);
 }
 
