@@ -2,10 +2,11 @@
  * vfs.h - the entry layer and the kinds of inodes.
  *
  * Every public call of mfs.h that names an inode or an open file starts in
- * the entry layer (vfs.c, vfs_file.c, vfs_attr.c): it checks the name and
- * the read-only state, gets the node (vfs_get: the one place that tells an
- * inode of memory from one of the disk), makes the checks every kind
- * shares, and then calls the operation of the node's kind.  A kind is a
+ * the entry layer (vfs.c, vfs_file.c, vfs_attr.c, vfs_lock.c): it checks
+ * the name and the read-only state, gets the node (vfs_get: the one place
+ * that tells an inode of memory from one of the disk), makes the checks
+ * every kind shares, takes the locks of a change of names, and then calls
+ * the operation of the node's kind.  A kind is a
  * table of operations, chosen once when the node is made (kinds.c lists
  * every table):
  *
