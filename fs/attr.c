@@ -7,6 +7,7 @@
 #include "mfs_i.h"
 #include "blockmap.h"
 #include "icache.h"
+#include "kinds.h"
 #include "vfs.h"
 #include "xattr.h"
 

@@ -19,6 +19,7 @@
 #include "balloc.h"
 #include "blockmap.h"
 #include "icache.h"
+#include "kinds.h"
 #include "vfs.h"
 
 #include <errno.h>

@@ -15,6 +15,7 @@
 #include "dir.h"
 #include "icache.h"
 #include "jdata.h"
+#include "kinds.h"
 #include "vfs.h"
 
 #include <errno.h>

@@ -14,6 +14,7 @@
 #include "mfs_i.h"
 #include "icache.h"
 #include "jdata.h"
+#include "kinds.h"
 #include "vfs.h"
 
 #include <errno.h>

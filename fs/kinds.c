@@ -6,6 +6,7 @@
  * or a new operation, is a table here and the functions it names.
  */
 #include "mfs_i.h"
+#include "kinds.h"
 #include "vfs.h"
 
 /* ---- on the disk --------------------------------------------------------- */

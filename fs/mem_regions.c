@@ -19,6 +19,7 @@
  */
 #include "mfs_i.h"
 #include "icache.h"
+#include "kinds.h"
 #include "vfs.h"
 
 #include <errno.h>

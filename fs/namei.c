@@ -14,6 +14,7 @@
 #include "blockmap.h"
 #include "dir.h"
 #include "icache.h"
+#include "kinds.h"
 #include "vfs.h"
 #include "xattr.h"
 

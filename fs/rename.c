@@ -8,6 +8,7 @@
 #include "balloc.h"
 #include "dir.h"
 #include "icache.h"
+#include "kinds.h"
 #include "vfs.h"
 
 #include <errno.h>

@@ -6,9 +6,9 @@
  * the name and the read-only state, gets the node (vfs_get: the one place
  * that tells an inode of memory from one of the disk), makes the checks
  * every kind shares, takes the locks of a change of names, and then calls
- * the operation of the node's kind.  A kind is a
- * table of operations, chosen once when the node is made (kinds.c lists
- * every table):
+ * the operation of the node's kind.  A kind is a table of operations,
+ * chosen once when the node is made (kinds.c lists every table, kinds.h
+ * declares the operations they name):
  *
  *   on the disk   directory, the root directory, regular file, symbolic
  *                 link, device/fifo/socket
@@ -139,11 +139,11 @@ extern const struct mfs_iops mfs_ctl_dir_iops, mfs_stats_iops,
 	mfs_regions_dir_iops, mfs_region_iops;
 extern const struct mfs_fops mfs_disk_fops, mfs_stats_fops, mfs_region_fops;
 
-/* The kind of disk inode @ino as @raw says it is. */
+/* The kind of disk inode @ino as @raw says it is.  The operations the
+ * tables name are declared in kinds.h. */
 const struct mfs_iops *mfs_disk_kind(uint64_t ino, const struct mfs_inode *raw);
 
-/* ---- what the kinds on the disk do (namei.c, rename.c, attr.c, file.c,
- *      falloc.c, flags.c, xattr.c) ---------------------------------------- */
+/* ---- what the entry layer and the kinds share ----------------------------- */
 
 struct newinode {
 	mode_t mode;
@@ -188,27 +188,6 @@ int mfs_lock_entry(struct mfs_node *dir, const char *name, size_t len,
 int mfs_lock_rename(struct mfs_rename *r);
 void mfs_unlock_rename(struct mfs_rename *r);
 
-int mfs_dir_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
-		   const char *name, size_t len, struct mfs_node **out);
-int mfs_dir_create(struct mfs_node *dir, const struct mfs_cred *cr,
-		   const char *name, size_t len, const struct newinode *ni,
-		   struct mfs_node **out);
-int mfs_dir_link(struct mfs_node *dir, const struct mfs_cred *cr,
-		 const char *name, size_t len, struct mfs_node *n);
-int mfs_dir_unlink(struct mfs_node *dir, struct mfs_node *victim,
-		   const struct mfs_dirloc *loc, const struct mfs_cred *cr,
-		   bool rmdir);
-int mfs_dir_rename(struct mfs_rename *r);
-int mfs_dir_readdir(struct mfs_node *dir, uint64_t off, bool plus,
-		    mfs_filldir_t fill, void *ctx);
-ssize_t mfs_symlink_read(struct mfs_node *n, char *buf, size_t size);
-
-int mfs_disk_setattr(struct mfs_node *n, const struct mfs_cred *cr,
-		     const struct mfs_setattr *sa);
-int mfs_disk_set_flags(struct mfs_node *n, const struct mfs_cred *cr,
-		       uint32_t flags);
-int mfs_disk_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
-		  struct mfs_file *f);
 /* @f, new, is open on its node (the open's checks made, or a create). */
 void mfs_disk_opened(struct mfs_file *f);
 /* fsync of @n: its pages home, its last transaction committed. */
@@ -216,28 +195,9 @@ int mfs_fsync_node(struct mfs_node *n, bool datasync);
 /* fallocate(2) knows @mode. */
 bool mfs_falloc_mode_ok(int mode);
 
-ssize_t mfs_disk_getxattr(struct mfs_node *n, const struct mfs_cred *cr,
-			  const struct mfs_xname *nm, void *buf, size_t size);
-int mfs_disk_setxattr(struct mfs_node *n, const struct mfs_cred *cr,
-		      const struct mfs_xname *nm, const void *value, size_t size,
-		      int flags);
-ssize_t mfs_disk_listxattr(struct mfs_node *n, const struct mfs_cred *cr,
-			   char *buf, size_t size);
 /* The name of an xattr call split into its space and the rest; -EOPNOTSUPP
  * for a space miscfs does not know, -ERANGE for a name too long. */
 int mfs_xattr_parse_name(const char *name, struct mfs_xname *nm);
-
-ssize_t mfs_disk_read(struct mfs_file *f, void *buf, size_t size, uint64_t off);
-ssize_t mfs_disk_write(struct mfs_file *f, const struct mfs_cred *cr,
-		       const void *buf, size_t size, uint64_t off,
-		       unsigned int flags);
-int mfs_disk_lseek(struct mfs_file *f, uint64_t off, int whence, uint64_t *out);
-int mfs_disk_fallocate(struct mfs_file *f, const struct mfs_cred *cr, int mode,
-		       uint64_t off, uint64_t len);
-ssize_t mfs_disk_copy_range(const struct mfs_cred *cr, struct mfs_file *in,
-			    uint64_t off_in, struct mfs_file *out,
-			    uint64_t off_out, size_t len);
-void mfs_disk_release(struct mfs_file *f);
 
 /* ---- the inodes of memory (mem.c, mem_stats.c, mem_regions.c) ------------ */
 
@@ -250,35 +210,8 @@ int mfs_mem_get(struct mfs_fs *fs, uint64_t ino, struct mfs_node **out);
 /* At mount, once the regions are loaded; and at unmount. */
 int mfs_mem_create(struct mfs_fs *fs);
 void mfs_mem_destroy(struct mfs_fs *fs);
-/* The root's kind: the disk directory, and the two directories of
- * memory found by lookup in it. */
-int mfs_root_refuse(struct mfs_node *dir, const char *name, bool create);
-int mfs_root_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
-		    const char *name, size_t len, struct mfs_node **out);
-int mfs_root_readdir(struct mfs_node *dir, uint64_t off, bool plus,
-		     mfs_filldir_t fill, void *ctx);
 
-/* What the kinds of memory share (mem.c). */
-int mfs_mem_ro_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
-int mfs_mem_permission(struct mfs_node *n, const struct mfs_cred *cr, int mask);
-int mfs_mem_dir_refuse(struct mfs_node *dir, const char *name, bool create);
-int mfs_mem_parent(struct mfs_node *dir, struct mfs_node **out);
-int mfs_mem_fill(struct mfs_node *n, const char *name, uint64_t next, bool plus,
-		 mfs_filldir_t fill, void *ctx);
-bool mfs_mem_fill_dots(struct mfs_node *dir, uint64_t off, mfs_filldir_t fill,
-		       void *ctx);
-
-/* mem_stats.c */
-int mfs_ctl_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
-		   const char *name, size_t len, struct mfs_node **out);
-int mfs_ctl_readdir(struct mfs_node *dir, uint64_t off, bool plus,
-		    mfs_filldir_t fill, void *ctx);
-int mfs_stats_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
-		   struct mfs_file *f);
-ssize_t mfs_stats_read(struct mfs_file *f, void *buf, size_t size, uint64_t off);
-void mfs_stats_release(struct mfs_file *f);
-
-/* mem_regions.c: the table, loaded at mount, and its files */
+/* mem_regions.c: the table, loaded at mount */
 int mfs_regions_load(struct mfs_fs *fs);
 int mfs_regions_sync(struct mfs_fs *fs);       /* msync every region */
 void mfs_regions_unmap(struct mfs_fs *fs);
@@ -287,19 +220,5 @@ bool mfs_regions_present(struct mfs_fs *fs);   /* any region shown */
 bool mfs_region_shown(struct mfs_fs *fs, uint32_t i);
 uint64_t mfs_region_bytes(struct mfs_fs *fs, uint32_t i);
 uint64_t mfs_region_mapped(struct mfs_fs *fs, uint32_t i);
-int mfs_regions_lookup(struct mfs_node *dir, const struct mfs_cred *cr,
-		       const char *name, size_t len, struct mfs_node **out);
-int mfs_regions_readdir(struct mfs_node *dir, uint64_t off, bool plus,
-			mfs_filldir_t fill, void *ctx);
-int mfs_region_setattr(struct mfs_node *n, const struct mfs_cred *cr,
-		       const struct mfs_setattr *sa);
-int mfs_region_open(struct mfs_node *n, const struct mfs_cred *cr, int flags,
-		    struct mfs_file *f);
-int mfs_region_fsync(struct mfs_node *n, bool datasync);
-ssize_t mfs_region_read(struct mfs_file *f, void *buf, size_t size, uint64_t off);
-ssize_t mfs_region_write(struct mfs_file *f, const struct mfs_cred *cr,
-			 const void *buf, size_t size, uint64_t off,
-			 unsigned int flags);
-int mfs_region_lseek(struct mfs_file *f, uint64_t off, int whence, uint64_t *out);
 
 #endif /* MISCFS_FS_VFS_H */

@@ -13,6 +13,7 @@
 #include "mfs_i.h"
 #include "balloc.h"
 #include "icache.h"
+#include "kinds.h"
 #include "vfs.h"
 #include "xattr.h"
 
