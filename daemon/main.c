@@ -31,6 +31,7 @@ struct args {
 	bool foreground, debug;
 	bool remount;                /* change the flags of the kernel mount */
 	bool atime_given;
+	bool allow_other;            /* other users may use the mount */
 	char *writelog;              /* record writes and flushes here */
 	unsigned long mnt_set, mnt_clear;   /* MS_* the options name */
 	struct mfs_mount_opts mo;
@@ -132,6 +133,8 @@ static int opt_flag(struct args *a, const char *opt)
 			mnt_flag(a, flags[i].flag, flags[i].set);
 	if (!strcmp(opt, "default_permissions"))
 		mfs_fuse_kernel_checks(true);
+	if (!strcmp(opt, "allow_other"))
+		a->allow_other = true;
 	for (int i = 0; kernel[i]; i++)
 		if (!strcmp(opt, kernel[i]))
 			return kopt(a, opt), 0;
@@ -211,6 +214,41 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 	}
 	return a->image && a->mountpoint ? 0 : -1;
+}
+
+/* ---- users other than root ---------------------------------------------- */
+
+/* fusermount3's configuration, where "user_allow_other" lets users who
+ * are not root mount with allow_other. */
+#define FUSE_CONF "/etc/fuse.conf"
+
+static bool fuse_conf_allows_other(void)
+{
+	FILE *f = fopen(FUSE_CONF, "r");
+	char line[256];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char word[32];
+
+		found = sscanf(line, " %31[^# \t\n]", word) == 1 &&
+			!strcmp(word, "user_allow_other");
+	}
+	fclose(f);
+	return found;
+}
+
+/* Refused here, before the image is locked, replayed or mounted, rather
+ * than by fusermount3 once all of that is done. */
+static int check_allow_other(const struct args *a)
+{
+	if (!a->allow_other || geteuid() == 0 || fuse_conf_allows_other())
+		return 0;
+	mlog_err("allow_other: only root may let other users into the mount, "
+		 "unless %s has a line \"user_allow_other\"", FUSE_CONF);
+	return -1;
 }
 
 /* ---- the image ----------------------------------------------------------- */
@@ -523,6 +561,10 @@ int main(int argc, char **argv)
 	}
 	if (a.remount)
 		return remount(&a);
+	if (check_allow_other(&a)) {
+		free(a.writelog);
+		return 1;
+	}
 	if (!realpath(a.image, a.fsname))
 		snprintf(a.fsname, sizeof(a.fsname), "%s", a.image);
 	if (!a.foreground && detach(&status_fd))
