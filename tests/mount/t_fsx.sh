@@ -39,10 +39,10 @@ expect_status 0 "$MKFS" -q -F "$img" "$image_size"
 start -o "$mount_opts"
 
 run 100000 1                    # file mode, every kind of operation on: a file of up to 1 MiB
-run 10000 2 -c 100              # ... closed and reopened every 100 ops too
-run 30000 1 -T                  # tree mode: up to 64 entries
-run 30000 2 -T -n 200           # ... up to 200, so directories grow blocks
-run 10000 3 -B                  # a sparse file with windows up to 8 GiB
+run 5000 2 -c 100               # ... closed and reopened every 100 ops too
+run 15000 1 -T                  # tree mode: up to 64 entries
+run 15000 2 -T -n 200           # ... up to 200, so directories grow blocks
+run 5000 3 -B                   # a sparse file with windows up to 8 GiB
 echo "mfsx: $total operations passed"
 
 unmount
