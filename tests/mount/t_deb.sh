@@ -71,11 +71,7 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin mount -t fuse.miscfs "$img" "$mnt" >"$
 	{ cat "$T_OUT"; fail "mount -t fuse.miscfs"; }
 echo hello >"$mnt/f" || fail "write"
 umount "$mnt" || fail "umount"
-# The daemon writes back after the unmount returns: wait for its lock.
-for _ in $(seq 200); do
-	fsck.miscfs -fy "$img" >/dev/null 2>&1 && break
-	sleep 0.05
-done
+image_free "$img"
 
 # An fstab line (in a file of the test's own: mount -T).
 echo "$img $mnt fuse.miscfs defaults,commit=1 0 0" >"$T_DIR/fstab"
@@ -83,10 +79,7 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin mount -T "$T_DIR/fstab" "$mnt" >"$T_OU
 	{ cat "$T_OUT"; fail "mount through an fstab line"; }
 [ "$(cat "$mnt/f")" = hello ] || fail "the file after the fstab mount"
 umount "$mnt" || fail "umount (fstab)"
-for _ in $(seq 200); do
-	fsck.miscfs -fn "$img" >/dev/null 2>&1 && break
-	sleep 0.05
-done
+image_free "$img"
 expect_status 0 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin fsck -t fuse.miscfs -n "$img"
 
 # Removed, every file of it gone.

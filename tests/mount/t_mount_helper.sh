@@ -23,14 +23,6 @@ img=$T_DIR/img
 mnt=$T_DIR/mnt
 mkdir "$mnt"
 mounted() { grep -q " $mnt fuse" /proc/self/mounts; }
-# The daemon has detached: it is gone when it lets go of the image's lock.
-image_free() {
-	for _ in $(seq 200); do
-		flock -n "$img" true && return 0
-		sleep 0.05
-	done
-	fail "the daemon still holds the image 10 s after the unmount"
-}
 cleanup() {
 	mounted && umount -l "$mnt"
 	[ -e "$img" ] && flock -w 10 "$img" true
@@ -75,7 +67,7 @@ expect_in "$T_ERR" "in use by another miscfs daemon"
 [ "$(wc -l <"$T_ERR")" -eq 1 ] || fail "more than one line: $(cat "$T_ERR")"
 
 expect_status 0 umount "$mnt"
-image_free
+image_free "$img"
 expect_status 0 "$DEBUGFS" "$img" super
 [ "$(field state)" = clean ] || fail "state $(field state)"
 
@@ -84,7 +76,7 @@ expect_status 0 mount -t fuse.miscfs "$img" "$mnt" -o ro
 findmnt -n -o OPTIONS "$mnt" | grep -q '^ro,' || fail "not ro: $(findmnt -n -o OPTIONS "$mnt")"
 echo x 2>/dev/null >"$mnt/new" && fail "wrote to a read-only mount"
 expect_status 0 umount "$mnt"
-image_free
+image_free "$img"
 
 # An fstab line, from a file of the test's own.
 echo "$img $mnt fuse.miscfs defaults 0 0" >"$T_DIR/fstab"
@@ -94,7 +86,7 @@ mounted || fail "not mounted from the fstab line"
 [ -d "$mnt/dir" ] || fail "mkdir lost"
 touch "$mnt/dir/new" || fail "write through the fstab mount"
 expect_status 0 umount "$mnt"
-image_free
+image_free "$img"
 expect_status 0 "$DEBUGFS" "$img" verify
 expect_in "$T_OUT" "problems: 0"
 expect_in "$T_OUT" "recovery: not needed"

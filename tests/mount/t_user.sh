@@ -120,11 +120,6 @@ setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all \
 EOF
 	fail "allow_other with user_allow_other (exit $?): $(cat "$T_OUT")"
 expect_in "$T_OUT" "hello"
-# The daemon of that mount writes back and exits after the unmount:
-# until then the image is locked.
-for _ in $(seq 500); do
-	as_user fsck.miscfs -fy "$img" >/dev/null 2>&1 && break
-	sleep 0.05
-done
+image_free "$img"
 expect_status 0 as_user fsck.miscfs -fn "$img"
 echo "a user mounted, used, unmounted and checked an image; root was kept out and locked out"
