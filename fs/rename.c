@@ -12,19 +12,12 @@
 #include "vfs.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <linux/fs.h>
-#include <string.h>
 #include <unistd.h>
 
 #define RENAME_CREDITS (2 * MFS_DIR_ADD_CREDITS + MFS_ORPHAN_CREDITS + 12)
 
 /* ---- checks -------------------------------------------------------------- */
-
-static bool is_dir(struct mfs_node *n)
-{
-	return n && S_ISDIR(node_mode(n));
-}
 
 static int check_types(struct mfs_rename *r)
 {
@@ -34,11 +27,11 @@ static int check_types(struct mfs_rename *r)
 		return -EEXIST;
 	if (r->flags & RENAME_EXCHANGE)
 		return 0;
-	if (is_dir(r->src) && !is_dir(r->dst))
+	if (mfs_is_dir(r->src) && !mfs_is_dir(r->dst))
 		return -ENOTDIR;
-	if (!is_dir(r->src) && is_dir(r->dst))
+	if (!mfs_is_dir(r->src) && mfs_is_dir(r->dst))
 		return -EISDIR;
-	if (is_dir(r->dst)) {
+	if (mfs_is_dir(r->dst)) {
 		int e = mfs_dir_is_empty(r->dst);
 
 		return e == 1 ? 0 : e ? e : -ENOTEMPTY;
@@ -54,18 +47,19 @@ static int check_perms(struct mfs_rename *r)
 		err = r->dst ? mfs_may_delete(r->ddir, r->dst, r->cr) :
 		      mfs_permission(r->ddir, r->cr, W_OK | X_OK);
 	/* A directory that changes parent has its ".." rewritten. */
-	if (!err && r->sdir != r->ddir && is_dir(r->src))
+	if (!err && r->sdir != r->ddir && mfs_is_dir(r->src))
 		err = mfs_permission(r->src, r->cr, W_OK);
-	if (!err && r->sdir != r->ddir && (r->flags & RENAME_EXCHANGE) && is_dir(r->dst))
+	if (!err && r->sdir != r->ddir && (r->flags & RENAME_EXCHANGE) &&
+	    mfs_is_dir(r->dst))
 		err = mfs_permission(r->dst, r->cr, W_OK);
 	return err;
 }
 
 static int check_links(struct mfs_rename *r)
 {
-	bool moves_in = is_dir(r->src) && r->sdir != r->ddir && !is_dir(r->dst);
-	bool moves_back = (r->flags & RENAME_EXCHANGE) && is_dir(r->dst) &&
-			  r->sdir != r->ddir && !is_dir(r->src);
+	bool moves_in = mfs_is_dir(r->src) && r->sdir != r->ddir && !mfs_is_dir(r->dst);
+	bool moves_back = (r->flags & RENAME_EXCHANGE) && mfs_is_dir(r->dst) &&
+			  r->sdir != r->ddir && !mfs_is_dir(r->src);
 
 	if (!r->ddir->raw.i_links_count || !r->sdir->raw.i_links_count)
 		return -ENOENT;
@@ -107,11 +101,11 @@ static int do_exchange(struct mfs_rename *r, struct mfs_handle *h)
 	if (!err)
 		err = mfs_dir_set(r->ddir, h, &r->dloc, r->src->ino,
 				  fmt_mode_to_ft(node_mode(r->src)));
-	if (!err && r->sdir != r->ddir && is_dir(r->src)) {
+	if (!err && r->sdir != r->ddir && mfs_is_dir(r->src)) {
 		err = reparent(r->src, h, r->ddir);
 		ds--, dd++;
 	}
-	if (!err && r->sdir != r->ddir && is_dir(r->dst)) {
+	if (!err && r->sdir != r->ddir && mfs_is_dir(r->dst)) {
 		err = reparent(r->dst, h, r->sdir);
 		ds++, dd--;
 	}
@@ -135,7 +129,7 @@ static int do_move(struct mfs_rename *r, struct mfs_handle *h)
 		err = mfs_dir_set(r->ddir, h, &r->dloc, r->src->ino, ft);
 		if (!err)
 			err = mfs_drop_link(r->dst, h);
-		dd -= is_dir(r->dst);
+		dd -= mfs_is_dir(r->dst);
 	} else {
 		err = mfs_dir_add(r->ddir, h, r->dname, r->dlen, r->src->ino, ft);
 	}
@@ -144,7 +138,7 @@ static int do_move(struct mfs_rename *r, struct mfs_handle *h)
 		err = mfs_dir_find(r->sdir, r->sname, r->slen, &r->sloc);
 	if (!err)
 		err = mfs_dir_remove(r->sdir, h, &r->sloc);
-	if (!err && is_dir(r->src) && r->sdir != r->ddir) {
+	if (!err && mfs_is_dir(r->src) && r->sdir != r->ddir) {
 		err = reparent(r->src, h, r->ddir);
 		ds--, dd++;
 	}

@@ -172,6 +172,12 @@ struct mfs_rename {
 	struct mfs_locked locked;
 };
 
+/* @n, a rename's inode (NULL: no target), is a directory. */
+static inline bool mfs_is_dir(struct mfs_node *n)
+{
+	return n && S_ISDIR(node_mode(n));
+}
+
 /* vfs_lock.c: the locks of a change of names (lock order: mfs_i.h) */
 /* Lock the distinct nodes of @a..@d that are not NULL. */
 void mfs_lock_nodes(struct mfs_locked *l, struct mfs_node *a, struct mfs_node *b,

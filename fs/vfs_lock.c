@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/fs.h>
-#include <sys/stat.h>
 
 /* ---- a set of inodes ------------------------------------------------------ */
 
@@ -161,19 +160,14 @@ static int check_not_below(struct mfs_fs *fs, uint32_t dir, uint32_t anc)
 	return dir == anc ? -EINVAL : 0;
 }
 
-static bool is_dir(struct mfs_node *n)
-{
-	return n && S_ISDIR(node_mode(n));
-}
-
 /* Subtree checks, with the rename mutex held. */
 static int check_tree(struct mfs_rename *r)
 {
 	int err = 0;
 
-	if (is_dir(r->src))
+	if (mfs_is_dir(r->src))
 		err = check_not_below(r->sdir->fs, r->ddir->ino, r->src->ino);
-	if (!err && (r->flags & RENAME_EXCHANGE) && is_dir(r->dst))
+	if (!err && (r->flags & RENAME_EXCHANGE) && mfs_is_dir(r->dst))
 		err = check_not_below(r->sdir->fs, r->sdir->ino, r->dst->ino);
 	return err;
 }
