@@ -69,9 +69,9 @@
 # OUT ($WORK/results), SIZE (image size, 2G), CACHE (miscfs cache_size,
 # 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
 # DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
-# command of a workload), BUILD (build), BASE_BUILD (for miscfs-base).  REMAKE=1 runs nothing but
-# makes table.md and ratios.svg again from $OUT/raw.tsv (after merging
-# the lines of several runs into it, say).  QUICK=1 makes every default
+# command of a workload), BUILD (build), BASE_BUILD (for miscfs-base).
+# REMAKE=1 runs nothing but makes table.md and ratios.svg again from
+# $OUT/raw.tsv (after merging the lines of several runs into it, say).  QUICK=1 makes every default
 # tiny (SEQ=64M NFILES=2000 NLOOKUP=5000 NMETA=2000 DBENCH_TIME=5
 # FIO_TIME=3 ROUNDS=1) to check the harness in a minute or two.
 #
@@ -94,6 +94,8 @@ shopt -s inherit_errexit
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${BUILD:-$top/build}" && pwd)
 base_build=${BASE_BUILD:+$(cd "$BASE_BUILD" && pwd)}
+# The build whose daemon and mkfs serve miscfs filesystem FS.
+build_of() { if [ "$1" = miscfs-base ]; then echo "$base_build"; else echo "$build"; fi; }
 if [ "${QUICK:-0}" = 1 ]; then
 	: "${SEQ:=64M}" "${NFILES:=2000}" "${NLOOKUP:=5000}" "${NMETA:=2000}"
 	: "${DBENCH_TIME:=5}" "${FIO_TIME:=3}" "${ROUNDS:=1}"
@@ -300,10 +302,8 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal)
-		"$build/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
-	miscfs-base)
-		"$base_build/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
+	miscfs | miscfs-journal | miscfs-base)
+		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
 	*)
 		# A bare number would be a count of blocks to mkfs.ext4.
 		mkfs.ext4 -F -q -N "$inodes" -E lazy_itable_init=0,lazy_journal_init=0 \
@@ -368,9 +368,9 @@ fs_mount() {
 	img=$(img_of "$fs")
 	mkdir -p "$mnt"
 	case $fs in
-	miscfs) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
+	miscfs | miscfs-base)
+		"$(build_of "$fs")/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
 	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,data=journal" ;;
-	miscfs-base) "$base_build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
 	fuse2fs) as_peer fuse2fs "$img" "$mnt" ;;
 	ext4) mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$mnt" ;;
 	ext4-journal) mount -t ext4 -o data=journal "$(loop_of "$fs")" "$mnt" ;;
@@ -464,13 +464,12 @@ loop_works() {
 # Prints why FS cannot run here, or nothing.
 why_not() {
 	case $1 in
-	miscfs-base)
-		[ -n "$base_build" ] || echo "no BASE_BUILD"
-		[ -x "$base_build/daemon/miscfs" ] || echo "no $base_build/daemon/miscfs"
-		[ -c /dev/fuse ] || echo "no /dev/fuse" ;;
 	miscfs*)
-		[ -x "$build/daemon/miscfs" ] || echo "no $build/daemon/miscfs"
-		[ -x "$build/tools/mkfs.miscfs" ] || echo "no $build/tools/mkfs.miscfs"
+		local b
+		b=$(build_of "$1")
+		[ -n "$b" ] || echo "no BASE_BUILD"
+		[ -x "$b/daemon/miscfs" ] || echo "no $b/daemon/miscfs"
+		[ -x "$b/tools/mkfs.miscfs" ] || echo "no $b/tools/mkfs.miscfs"
 		[ -c /dev/fuse ] || echo "no /dev/fuse" ;;
 	fuse2fs)
 		command -v fuse2fs >/dev/null || echo "no fuse2fs (package fuse2fs)"
