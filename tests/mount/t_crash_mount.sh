@@ -22,7 +22,7 @@
 #
 # MISCFS_CRASH_STATES sets the number of states (default 1000),
 # MISCFS_CRASH_MOUNTED how many of them are mounted for real as well
-# (default 50; 0: none), MISCFS_SEED the workload's seed.  A seed gives the
+# (default 30; 0: none), MISCFS_SEED the workload's seed.  A seed gives the
 # same workload, not the same log (the daemon's threads order its
 # writes): a failure keeps the base image, the log, the model and the
 # states, and says how to check a state of them again.
@@ -33,7 +33,7 @@ source "$(dirname "$0")/mount.sh"
 : "${CRASH_CHECK:?CRASH_CHECK must name crash_check}"
 
 states=${MISCFS_CRASH_STATES:-1000}
-sample=${MISCFS_CRASH_MOUNTED:-50}
+sample=${MISCFS_CRASH_MOUNTED:-30}
 seed=${MISCFS_SEED:-7}
 RANDOM=$seed
 log=$T_DIR/wlog
