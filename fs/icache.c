@@ -435,17 +435,28 @@ static int free_unlinked(struct mfs_node *n)
 	return err;
 }
 
+/*
+ * Whether a node being evicted is still on the orphan list, read without
+ * orphan_lock.  Only a holder of a reference changes n->orphan (unlink,
+ * truncate, and this eviction's own free, in this thread); the last other
+ * holder let go under icache_lock before the eviction began, so nobody
+ * writes it now.  And the lock must not be taken: once the inode's bit is
+ * free, a create may allocate the number and wait, inside its handle, for
+ * this node to leave the hash (find_live).  orphan_lock comes before a
+ * handle; its holder may be waiting for room in the journal, which waits
+ * for the commit, which waits for that create's handle.
+ */
+static bool evicting_orphan(const struct mfs_node *n)
+{
+	return n->orphan;
+}
+
 /* An inode on the orphan list is freed by a retry, the unmount or the
  * next mount; one off it (a create that failed, or a free that failed
  * late) only by fsck, and the superblock must say so. */
 static void free_failed(struct mfs_node *n, int err)
 {
-	bool orphan;
-
-	pthread_mutex_lock(&n->fs->orphan_lock);
-	orphan = n->orphan;
-	pthread_mutex_unlock(&n->fs->orphan_lock);
-	if (orphan)
+	if (evicting_orphan(n))
 		mlog_err("inode %" PRIu64 ": cannot free it (%s); it stays on the "
 			 "orphan list", n->ino, strerror(-err));
 	else
@@ -522,9 +533,7 @@ static void evict_and_free(struct mfs_node *n, bool final)
 	evict(n);
 	pthread_mutex_lock(&n->lock);
 	pthread_mutex_unlock(&n->lock);     /* the last writer's changes seen */
-	pthread_mutex_lock(&fs->orphan_lock);
-	orphan = n->orphan;
-	pthread_mutex_unlock(&fs->orphan_lock);
+	orphan = evicting_orphan(n);
 	pthread_mutex_lock(&fs->icache_lock);
 	if (keep_stuck(fs, n, orphan, final)) {
 		pthread_mutex_unlock(&fs->icache_lock);
