@@ -389,6 +389,34 @@ int bdev_open_pread(const char *path, const struct bdev_open_opts *opts,
 	return err ? err : attach(&file, false, opts, out);
 }
 
+bool bdev_is_remote(const char *path)
+{
+	return !strncmp(path, "nbd:", 4) || !strncmp(path, "nbds:", 5) ||
+	       !strncmp(path, "nbd+", 4) || !strncmp(path, "nbds+", 5);
+}
+
+#ifdef MISCFS_NBD
+bool bdev_has_nbd(void)
+{
+	return true;
+}
+#else
+bool bdev_has_nbd(void)
+{
+	return false;
+}
+
+int bdev_nbd_open(const char *uri, const struct bdev_open_opts *opts,
+		  struct bdev **out)
+{
+	(void)opts;
+	(void)out;
+	mlog_err("%s: this build of miscfs has no NBD support (libnbd was not "
+		 "found when it was configured)", uri);
+	return -EPROTONOSUPPORT;
+}
+#endif
+
 int bdev_open(const char *path, const struct bdev_open_opts *opts,
 	      struct bdev **out)
 {
@@ -397,6 +425,8 @@ int bdev_open(const char *path, const struct bdev_open_opts *opts,
 	int err;
 
 	opts = opts ? opts : &default_opts;
+	if (bdev_is_remote(path))
+		return bdev_nbd_open(path, opts, out);
 	err = bdev_file_open(path, opts, &file);
 	if (err || opts->no_uring)
 		return err ? err : attach(&file, false, opts, out);

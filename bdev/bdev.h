@@ -150,9 +150,21 @@ struct bdev_open_opts {
  * Open an image file or block device.  Tries io_uring first and falls back
  * to pread/pwrite with one log line saying why.  O_DIRECT is used when the
  * target accepts it at this block size; the choice is logged once.
+ *
+ * An NBD URI (bdev_is_remote) opens an export of a network block device
+ * server instead, through libnbd (bdev_nbd.c): nbd://HOST[:PORT]/EXPORT,
+ * nbd+unix:///EXPORT?socket=PATH, nbds:// and the other forms libnbd
+ * takes.  It has no fd (-1) and no file to lock; queue_depth, no_uring
+ * and no_direct do not apply.  A build without libnbd refuses it with
+ * -EPROTONOSUPPORT and a log line saying so.
  */
 int bdev_open(const char *path, const struct bdev_open_opts *opts,
 	      struct bdev **out);
+/* Whether @path names an NBD export rather than a file ("nbd:", "nbds:",
+ * "nbd+unix:" ... URIs). */
+bool bdev_is_remote(const char *path);
+/* Whether this build can open NBD exports. */
+bool bdev_has_nbd(void);
 int bdev_open_uring(const char *path, const struct bdev_open_opts *opts,
 		    struct bdev **out);
 int bdev_open_pread(const char *path, const struct bdev_open_opts *opts,

@@ -99,7 +99,7 @@ static int open_direct(const char *path, int flags, struct bdev *bd,
 	return fd;
 }
 
-static int valid_block_size(uint32_t bs)
+bool bdev_valid_block_size(uint32_t bs)
 {
 	return UT_IS_POW2(bs) && bs >= 512 && bs <= MAX_BLOCK_SIZE;
 }
@@ -116,7 +116,7 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 	bd->block_size = opts->block_size ? opts->block_size : 1024;
 	bd->read_only = opts->read_only;
 	bd->dma_align = BDEV_MIN_DMA_ALIGN;
-	if (!valid_block_size(bd->block_size))
+	if (!bdev_valid_block_size(bd->block_size))
 		return -EINVAL;
 	if (!opts->no_direct)
 		fd = open_direct(path, flags, bd, &why, buf, sizeof(buf));

@@ -42,6 +42,12 @@ void bdev_req_rest(struct bdev_req *req, struct bdev_rest *rest);
 int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 		   struct bdev *bd);
 void bdev_file_close(struct bdev *bd);
+/* A power of two from 512 to 64 KiB. */
+bool bdev_valid_block_size(uint32_t bs);
+
+/* An export of an NBD server (bdev_nbd.c, when built with libnbd). */
+int bdev_nbd_open(const char *uri, const struct bdev_open_opts *opts,
+		  struct bdev **out);
 /* STATX_DIOALIGN of @fd: 0 with the alignments, -EOPNOTSUPP if unknown. */
 int bdev_dio_align(int fd, uint32_t *mem_align, uint32_t *off_align);
 

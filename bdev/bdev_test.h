@@ -139,7 +139,8 @@ void bdev_wrap_crash_end(struct bdev_wrap_crash *c);
  * When nonzero, the file backends transfer at most this many bytes per
  * system call or ring entry, so that every request is continued as a
  * short transfer would be (buffered devices only: direct I/O needs whole
- * sectors).  Tests set it before submitting.
+ * sectors); the NBD backend, opened while it is set, sends commands of
+ * at most this many bytes.  Tests set it before submitting.
  */
 extern size_t bdev_test_max_xfer;
 

@@ -4,8 +4,8 @@
 MISCFS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages the build needs, and those the test suite adds.
-BUILD_PKGS="gcc pkg-config meson ninja-build fuse3 libfuse3-dev liburing-dev libxxhash-dev"
-TEST_PKGS="clang libclang-rt-14-dev python3 attr acl e2fsprogs util-linux xfsprogs rsync tar git dpkg-dev debhelper lintian"
+BUILD_PKGS="gcc pkg-config meson ninja-build fuse3 libfuse3-dev liburing-dev libxxhash-dev libnbd-dev"
+TEST_PKGS="clang libclang-rt-14-dev python3 attr acl e2fsprogs util-linux xfsprogs rsync tar git dpkg-dev debhelper lintian nbdkit"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
