@@ -422,23 +422,29 @@ static void step(struct nbd_dev *d, short revents)
 		lost(d, "the server closed it");
 }
 
-/* Run the end_io of every ended command. */
+/* Run the end_io of every ended command, and send the flushes that
+ * waited for them; until none is left, since ending one may end more
+ * (a flush issued on a lost connection ends at once). */
 static void reap(struct nbd_dev *d)
 {
-	struct nbd_cmd *c;
+	for (;;) {
+		struct nbd_cmd *c;
 
-	pthread_mutex_lock(&d->lock);
-	c = d->ended;
-	d->ended = NULL;
-	d->ended_tail = &d->ended;
-	pthread_mutex_unlock(&d->lock);
-	while (c) {
-		struct nbd_cmd *next = c->next;
+		pthread_mutex_lock(&d->lock);
+		c = d->ended;
+		d->ended = NULL;
+		d->ended_tail = &d->ended;
+		pthread_mutex_unlock(&d->lock);
+		if (!c)
+			return;
+		while (c) {
+			struct nbd_cmd *next = c->next;
 
-		finish(d, c);
-		c = next;
+			finish(d, c);
+			c = next;
+		}
+		flush_drained(d);
 	}
-	flush_drained(d);
 }
 
 static bool done_for_good(struct nbd_dev *d)

@@ -282,12 +282,19 @@ static bool image_mounted(const char *path)
 	return found;
 }
 
+#define NO_LOCK (-2)
+
+/* The fd holding the lock, NO_LOCK for an NBD export (multi-mount
+ * protection in the image guards it), or -1. */
 static int lock_image(const char *path, bool ro)
 {
-	int fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	uint64_t start = ut_now_ns();
 	bool told = false;
+	int fd;
 
+	if (bdev_is_remote(path))
+		return NO_LOCK;
+	fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (fd < 0) {
 		mlog_err("%s: %s", path, strerror(errno));
 		return -1;
@@ -330,7 +337,7 @@ static int stack_writelog(const struct args *a, struct bdev **bd)
 	int err;
 
 	/* The log is truncated: never the image itself. */
-	if (!stat(a->writelog, &lst) && !fstat((*bd)->fd, &ist) &&
+	if (!stat(a->writelog, &lst) && (*bd)->fd >= 0 && !fstat((*bd)->fd, &ist) &&
 	    lst.st_dev == ist.st_dev && lst.st_ino == ist.st_ino)
 		err = -EEXIST;
 	else
@@ -438,7 +445,7 @@ static int run(struct args *a, int status_fd)
 	struct bdev *bd = NULL;
 	int lock = lock_image(a->image, a->mo.read_only), err = -1;
 
-	if (lock >= 0 && !open_image(a, &bd) && !mfs_mount(bd, &a->mo, &fs))
+	if (lock != -1 && !open_image(a, &bd) && !mfs_mount(bd, &a->mo, &fs))
 		se = session_new(a, fs);
 	if (se && fuse_set_signal_handlers(se) == 0) {
 		if (fuse_session_mount(se, a->mountpoint) == 0) {
@@ -565,7 +572,7 @@ int main(int argc, char **argv)
 		free(a.writelog);
 		return 1;
 	}
-	if (!realpath(a.image, a.fsname))
+	if (bdev_is_remote(a.image) || !realpath(a.image, a.fsname))
 		snprintf(a.fsname, sizeof(a.fsname), "%s", a.image);
 	if (!a.foreground && detach(&status_fd))
 		return 1;

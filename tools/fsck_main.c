@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "bdev.h"
 #include "fsck_cli.h"
 #include "tools.h"
 #include "util.h"
@@ -192,13 +193,23 @@ static void catch_signals(void)
  * repair takes one as well, kept until the end, so neither ever runs under
  * the other; a read-only check takes a shared one and only warns when the
  * image is in use, since what it reads may be changing.  Returns the fd
- * holding the lock, or -1 with *error set.
+ * holding the lock, NO_LOCK for an image that is no file, or -1 with
+ * *error set.
  */
+#define NO_LOCK (-2)
+
 static int lock_image(struct cli *c, const char **error)
 {
 	bool ro = c->mode == FSCK_NO;
-	const char *where = tool_mounted_on(c->image);
-	int fd = open(c->image, O_RDONLY | O_CLOEXEC);
+	const char *where;
+	int fd;
+
+	/* An NBD export has no file to lock: multi-mount protection, in the
+	 * image, tells fsck whether it is in use. */
+	if (bdev_is_remote(c->image))
+		return NO_LOCK;
+	where = tool_mounted_on(c->image);
+	fd = open(c->image, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
 		*error = strerror(errno);
@@ -253,10 +264,10 @@ static int check(struct cli *c)
 
 	c->res = &res;
 	lock = lock_image(c, &error);
-	if (lock >= 0) {
+	if (lock >= 0 || lock == NO_LOCK)
 		status = run(c, &res, &error);
+	if (lock >= 0)
 		close(lock);
-	}
 	if (c->json_on) {
 		int err = cli_json_close(&c->json, status, &res, !error, error);
 

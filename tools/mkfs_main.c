@@ -224,9 +224,12 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 	return 0;
 }
 
-/* Known signatures at fixed offsets, so mkfs does not silently destroy an
- * existing filesystem. */
-static const char *existing_fs(int fd)
+/* The bytes existing_fs() looks at: the signatures' offsets lie in them. */
+#define HEAD_BYTES (72u << 10)
+
+/* Known signatures at fixed offsets of the first HEAD_BYTES of a target,
+ * so mkfs does not silently destroy an existing filesystem. */
+static const char *existing_fs(const char *head)
 {
 	static const struct { uint64_t off; const char *magic; size_t len; const char *name; } sigs[] = {
 		{ 1024, "MFS1", 4, "miscfs" },
@@ -237,21 +240,67 @@ static const char *existing_fs(int fd)
 		{ 3, "NTFS    ", 8, "ntfs" },
 		{ 82, "FAT32   ", 8, "vfat" },
 	};
-	char buf[16];
 
 	for (size_t i = 0; i < UT_ARRAY_SIZE(sigs); i++)
-		if (pread(fd, buf, sigs[i].len, (off_t)sigs[i].off) == (ssize_t)sigs[i].len &&
-		    !memcmp(buf, sigs[i].magic, sigs[i].len))
+		if (!memcmp(head + sigs[i].off, sigs[i].magic, sigs[i].len))
 			return sigs[i].name;
 	return NULL;
+}
+
+/* existing_fs() of what -F does not force: an error if one is found. */
+static int refuse_existing(const struct mkfs_args *a, const char *head)
+{
+	const char *fs = existing_fs(head);
+
+	if (fs && !a->force)
+		return tool_fail("%s already holds a %s filesystem; use -F to "
+				 "overwrite it", a->image, fs);
+	return 0;
+}
+
+/* refuse_existing() of an image file or block device. */
+static int check_file_head(const struct mkfs_args *a, int fd)
+{
+	char *head = calloc(1, HEAD_BYTES);
+	size_t got = 0;
+	ssize_t n = 0;
+	int err;
+
+	if (!head)
+		return tool_fail("out of memory");
+	while (got < HEAD_BYTES &&
+	       ((n = pread(fd, head + got, HEAD_BYTES - got, (off_t)got)) > 0 ||
+		(n < 0 && errno == EINTR)))
+		got += n > 0 ? (size_t)n : 0;
+	err = n < 0 ? tool_fail("cannot read %s: %s", a->image, strerror(errno)) :
+	      refuse_existing(a, head);
+	free(head);
+	return err;
+}
+
+/* refuse_existing() of an NBD export (at most its first HEAD_BYTES). */
+static int check_bdev_head(const struct mkfs_args *a, struct bdev *bd)
+{
+	size_t len = (size_t)UT_MIN(bd->size, HEAD_BYTES);
+	char *head = bdev_alloc_buf(HEAD_BYTES);
+	int err;
+
+	if (!head)
+		return tool_fail("out of memory");
+	memset(head, 0, HEAD_BYTES);
+	err = bdev_read(bd, 0, head, len);
+	err = err ? tool_fail("cannot read %s: %s", a->image, strerror(-err)) :
+	      refuse_existing(a, head);
+	bdev_free_buf(head);
+	return err;
 }
 
 /* Open the target, refusing one that is mounted or holds a filesystem. */
 static int open_target(struct mkfs_args *a, bool *is_file)
 {
 	struct stat st;
-	const char *fs, *where;
-	int fd = open(a->image, O_RDWR | O_CLOEXEC);
+	const char *where;
+	int fd = open(a->image, O_RDWR | O_CLOEXEC), err;
 
 	if (fd < 0 && errno == ENOENT && a->size)
 		fd = open(a->image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -271,11 +320,10 @@ static int open_target(struct mkfs_args *a, bool *is_file)
 			return tool_fail("%s is mounted on %s", a->image, where);
 		return tool_fail("%s is in use by another process (mounted?)", a->image);
 	}
-	fs = existing_fs(fd);
-	if (fs && !a->force) {
+	err = check_file_head(a, fd);
+	if (err) {
 		close(fd);
-		return tool_fail("%s already holds a %s filesystem; use -F to "
-				 "overwrite it", a->image, fs);
+		return err;
 	}
 	return fd;
 }
@@ -382,6 +430,37 @@ static void print_summary(const struct mkfs_args *a, struct bdev *bd)
 	fmt_raw_close(&raw);
 }
 
+static int format(struct mkfs_args *a, struct bdev *bd)
+{
+	int err = fmt_mkfs(bd, &a->o);
+
+	if (!err && !a->quiet)
+		print_summary(a, bd);
+	bdev_close(bd);
+	return err;
+}
+
+/* An NBD export: its size is the server's, and nobody else's use of it
+ * can be seen from here (multi-mount protection is in the image). */
+static int run_remote(struct mkfs_args *a, const struct bdev_open_opts *bo)
+{
+	struct bdev *bd;
+	int err;
+
+	if (a->size)
+		return tool_fail("SIZE is only for image files; %s is an NBD export",
+				 a->image);
+	err = bdev_open(a->image, bo, &bd);
+	if (err)
+		return err;
+	err = check_bdev_head(a, bd);
+	if (err) {
+		bdev_close(bd);
+		return err;
+	}
+	return format(a, bd);
+}
+
 static int run(struct mkfs_args *a)
 {
 	struct bdev_open_opts bo = { .block_size = a->o.block_size ? a->o.block_size : 4096 };
@@ -389,6 +468,11 @@ static int run(struct mkfs_args *a)
 	bool is_file = false;
 	int fd, err;
 
+	if (bo.block_size != 1024 && bo.block_size != 2048 && bo.block_size != 4096)
+		return tool_fail("block size %" PRIu32 " is not supported (use 1024, "
+				 "2048 or 4096)", bo.block_size);
+	if (bdev_is_remote(a->image))
+		return run_remote(a, &bo);
 	fd = open_target(a, &is_file);
 	if (fd < 0)
 		return fd;
@@ -398,17 +482,10 @@ static int run(struct mkfs_args *a)
 		a->o.reserve = reserve_range;
 		a->o.reserve_arg = a;
 	}
-	if (!err && bo.block_size != 1024 && bo.block_size != 2048 && bo.block_size != 4096)
-		err = tool_fail("block size %" PRIu32 " is not supported (use 1024, "
-				"2048 or 4096)", bo.block_size);
 	if (!err)
 		err = bdev_open(a->image, &bo, &bd);
-	if (!err) {
-		err = fmt_mkfs(bd, &a->o);
-		if (!err && !a->quiet)
-			print_summary(a, bd);
-		bdev_close(bd);
-	}
+	if (!err)
+		err = format(a, bd);
 	close(fd);      /* drops the lock only now: no one raced the format */
 	return err;
 }

@@ -7,6 +7,8 @@
  * The output starts as a copy of the base image; the log's writes are
  * laid onto a shared mapping of it (bdev_wrap_logfile_replay), so an
  * image of any size costs no more memory than the pages it touches.
+ * BASE or OUTPUT may be an NBD export (nbd://, nbd+unix://): then the
+ * image is built in memory, as large as the device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +54,8 @@ static const char usage_text[] =
 "  --count      print the number of entries and of flushes\n"
 "\n"
 "Without --flush or --entry, OUTPUT is the image after the whole log.\n"
+"BASE and OUTPUT may be exports of NBD servers (nbd://HOST[:PORT]/EXPORT,\n"
+"nbd+unix:///EXPORT?socket=PATH); the image is then built in memory.\n"
 "\n"
 "Exit status: 0 done; 1 failed (bad log header, N beyond the log, I/O\n"
 "error); 2 usage; 3 done, but the log ends early (a record cut short or\n"
@@ -261,6 +265,66 @@ static int replay_into(int fd, const struct replay_args *a, const struct bdev_wr
 	return 0;
 }
 
+/* ---- NBD exports: the image is built in memory -------------------------- */
+
+/* Read or write [0, @len) of @path, an NBD export or a file, into or from
+ * @img; a written one is flushed. */
+static int transfer(const char *path, bool write, uint32_t bs, char *img, uint64_t len)
+{
+	struct bdev_open_opts o = { .block_size = bs, .read_only = !write };
+	struct bdev *bd;
+	uint64_t size;
+	int err = bdev_open(path, &o, &bd);
+
+	if (err)
+		return tool_fail("%s: %s", path, strerror(-err));
+	size = bd->size;
+	for (uint64_t at = 0; size >= len && !err && at < len; at += COPY_CHUNK) {
+		size_t n = (size_t)UT_MIN(COPY_CHUNK, len - at);
+
+		err = write ? bdev_write(bd, at, img + at, n) : bdev_read(bd, at, img + at, n);
+	}
+	if (!err && write && size >= len)
+		err = bdev_flush(bd);
+	bdev_close(bd);
+	if (size < len)
+		return tool_fail("%s: %" PRIu64 " bytes, the log's device has %" PRIu64,
+				 path, size, len);
+	return err ? tool_fail("%s: %s", path, strerror(-err)) : 0;
+}
+
+/* BASE or OUTPUT is an export of an NBD server: no file to map, so the
+ * image is read whole into memory, replayed there and written out. */
+static int build_in_memory(const struct replay_args *a, const struct bdev_wrap_logfile *l,
+			   const struct bdev_wrap_logfile_info *info, size_t prefix)
+{
+	uint64_t len = info->dev_size;
+	char *img;
+	int err;
+
+	if (!strcmp(a->base, a->out))
+		return tool_fail("%s: the output would overwrite the base image", a->out);
+	img = len ? mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) : NULL;
+	if (img == MAP_FAILED)
+		return tool_fail("%" PRIu64 " bytes of memory for the image: %s", len,
+				 strerror(errno));
+	err = transfer(a->base, false, info->block_size, img, len);
+	if (!err && !bdev_is_remote(a->out)) {
+		int fd = open(a->out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0 || ftruncate(fd, (off_t)len) || close(fd))
+			err = tool_fail("%s: %s", a->out, strerror(errno));
+	}
+	if (!err)
+		bdev_wrap_logfile_replay(l, prefix, a->mode, a->seed, img);
+	if (!err)
+		err = transfer(a->out, true, info->block_size, img, len);
+	if (img)
+		munmap(img, len);
+	return err;
+}
+
 static int build_image(const struct replay_args *a, const struct bdev_wrap_logfile *l,
 		       const struct bdev_wrap_logfile_info *info)
 {
@@ -268,6 +332,8 @@ static int build_image(const struct replay_args *a, const struct bdev_wrap_logfi
 	int fd = -1, err;
 
 	err = choose_prefix(a, l, info, &prefix);
+	if (!err && (bdev_is_remote(a->base) || bdev_is_remote(a->out)))
+		return build_in_memory(a, l, info, prefix);
 	if (!err)
 		err = make_output(a, info->dev_size, &fd);
 	if (!err)

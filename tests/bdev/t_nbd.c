@@ -250,6 +250,11 @@ static void test_server_killed(void)
 	t_eq(b.first_error, -EIO);
 	t_eq(bdev_read(bd, 0, buf, BS), -EIO);
 	t_eq(bdev_write(bd, 0, buf, BS), -EIO);
+	/* A batch's flush waits for a write that fails at once. */
+	bdev_req_init(&reqs[0], BDEV_OP_WRITE, 0, buf, BS);
+	bdev_req_init(&reqs[1], BDEV_OP_FLUSH, 0, NULL, 0);
+	t_eq(bdev_submit_wait(bd, rp, 2), -EIO);
+	t_eq(reqs[1].result, -EIO);
 	t_assert(bdev_flush(bd) == -EIO || bdev_flush(bd) == 0, "flush");
 	t_eq(t_log_count("connection to the NBD server lost"), 1u);
 	bdev_close(bd);

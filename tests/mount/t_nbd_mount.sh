@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Images on an NBD server (nbdkit on a Unix socket), through every tool:
+#   1. memory plugin: mkfs.miscfs, a mount, mfsx through it, unmount,
+#      fsck.miscfs -fn and miscfs-debug verify, all by URI;
+#   2. file plugin: a mount recording a write log; files written and
+#      fsynced; miscfs-replay of the log from the image before the mount,
+#      into an export, equals the image the server holds;
+#   3. the server killed while files are being written: the writes fail
+#      with EIO, the journal aborts with a log line naming the lost
+#      server, the daemon does not crash and unmounts; served again from
+#      the same file, the image mounts, and every file fsynced before the
+#      kill is there, whole; fsck -fn finds it clean.
+# Skipped where nbdkit is missing or the build has no libnbd.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/mount.sh"
+: "${FSCK:?FSCK must name fsck.miscfs}"
+: "${REPLAY:?REPLAY must name miscfs-replay}"
+: "${MFSX:?MFSX must name mfsx}"
+command -v nbdkit >/dev/null || skip "nbdkit is not installed"
+
+nbdkit_pid=
+# serve NAME PLUGIN ARGS...: nbdkit on $T_DIR/NAME.sock; $uri names it.
+serve() {
+	local sock=$T_DIR/$1.sock
+	shift
+	rm -f "$sock"
+	nbdkit -f -U "$sock" "$@" 2>>"$T_DIR/nbdkit.err" &
+	nbdkit_pid=$!
+	for _ in $(seq 500); do
+		[ -S "$sock" ] && break
+		kill -0 "$nbdkit_pid" 2>/dev/null || fail "nbdkit $* exited"
+		sleep 0.02
+	done
+	uri="nbd+unix:///?socket=$sock"
+}
+unserve() {
+	[ -n "$nbdkit_pid" ] && kill -9 "$nbdkit_pid" 2>/dev/null
+	wait "$nbdkit_pid" 2>/dev/null
+	nbdkit_pid=
+}
+trap 'stop; unserve; t_cleanup' EXIT
+
+serve mem memory 256M
+if ! "$MKFS" -q "$uri" 2>"$T_DIR/mkfs.err"; then
+	grep -q "no NBD support" "$T_DIR/mkfs.err" && skip "built without libnbd"
+	cat "$T_DIR/mkfs.err" >&2
+	fail "mkfs.miscfs $uri"
+fi
+
+# ---- 1. memory plugin: mkfs, mfsx, fsck ------------------------------------
+img=$uri
+start -o cache_size=16M
+"$MFSX" -N "${NBD_FSX_OPS:-20000}" -S 1 "$mnt" >"$T_DIR/mfsx.out" 2>&1 ||
+	{ cat "$T_DIR/mfsx.out" >&2; fail "mfsx through the NBD export"; }
+unmount
+expect_status 0 "$FSCK" -fn "$uri"
+expect_status 0 "$DEBUGFS" "$uri" verify
+expect_in "$T_OUT" "problems: 0"
+unserve
+echo "ok: mkfs, ${NBD_FSX_OPS:-20000} mfsx operations, fsck and verify through nbd+unix://"
+
+# ---- 2. file plugin: a write log replayed into an export --------------------
+file=$T_DIR/served.img
+expect_status 0 "$MKFS" -q "$file" 64M
+cp "$file" "$T_DIR/base.img"
+serve file file "$file"
+img=$uri
+start -o writelog="$T_DIR/w.log"
+for i in 1 2 3 4 5; do
+	head -c $((i * 70000)) /dev/urandom >"$mnt/f$i"
+done
+sync
+unmount
+unserve
+serve out memory 64M
+expect_status 0 "$REPLAY" "$T_DIR/base.img" "$T_DIR/w.log" "$uri"
+expect_status 0 "$REPLAY" "$T_DIR/base.img" "$T_DIR/w.log" "$T_DIR/replayed.img"
+cmp "$file" "$T_DIR/replayed.img" || fail "the replayed file differs from the served image"
+expect_status 0 "$FSCK" -fn "$uri"
+unserve
+echo "ok: a write log replayed into an NBD export and into a file"
+
+# ---- 3. the server killed mid-write ------------------------------------------
+expect_status 0 "$MKFS" -q -F "$file" 64M
+serve file file "$file"
+img=$uri
+start
+mkdir "$mnt/kept"
+for i in $(seq 20); do
+	head -c 50000 /dev/urandom >"$mnt/kept/k$i"
+done
+sync
+( cd "$mnt/kept" && md5sum k* ) >"$T_DIR/kept.md5"
+# A writer that keeps going until the server is gone.
+python3 - "$mnt" >"$T_DIR/writer.out" 2>&1 <<'EOF' &
+import errno, os, sys
+mnt = sys.argv[1]
+n = 0
+try:
+    while n < 100000:
+        with open(os.path.join(mnt, "w%d" % (n % 50)), "wb") as f:
+            f.write(os.urandom(40000))
+            os.fsync(f.fileno())
+        n += 1
+    print("never failed")
+except OSError as e:
+    print("stopped by", errno.errorcode.get(e.errno, e.errno), "after", n, "files")
+EOF
+writer=$!
+sleep 1
+unserve
+wait "$writer"
+grep -q "stopped by EIO" "$T_DIR/writer.out" ||
+	{ cat "$T_DIR/writer.out" >&2; fail "the writer did not stop with EIO"; }
+daemon_gone && { cat "$T_DIR/daemon.err" >&2; fail "the daemon died with its server"; }
+grep -q "connection to the NBD server lost" "$T_DIR/daemon.err" ||
+	{ cat "$T_DIR/daemon.err" >&2; fail "no log line names the lost server"; }
+grep -qi "journal.*abort\|abort.*journal" "$T_DIR/daemon.err" ||
+	{ cat "$T_DIR/daemon.err" >&2; fail "the journal did not abort"; }
+fusermount3 -u "$mnt" || fail "fusermount3 -u after the server went"
+wait "$daemon"
+daemon=
+serve file file "$file"
+img=$uri
+start
+( cd "$mnt/kept" && md5sum -c --quiet "$T_DIR/kept.md5" ) ||
+	fail "files fsynced before the server went are not whole"
+unmount
+expect_status 0 "$FSCK" -fn "$uri"
+unserve
+echo "ok: $(cat "$T_DIR/writer.out"); the journal aborted, the daemon unmounted," \
+	"and after the server came back every fsynced file was whole"
