@@ -239,7 +239,8 @@ int bdev_cut_parse(const char *name, enum bdev_cut *mode);
 
 /*
  * Direct access to the current contents of the memory device (bdev_test.h
- * makes one) at the bottom of @bd's stack.  Public because the page
+ * makes one) at the bottom of @bd's stack; NULL if another device is
+ * there.  Public because the page
  * cache maps a reserved region straight onto it on that device (it has no
  * file to mmap); tests read and change the contents with it.
  */

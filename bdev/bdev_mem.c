@@ -522,5 +522,5 @@ int bdev_mem_set_contents(struct bdev *bd, const void *data, uint64_t size,
 
 void *bdev_mem_data(struct bdev *bd)
 {
-	return to_mem(bd)->data;
+	return bdev_bottom(bd)->ops == &mem_ops ? to_mem(bd)->data : NULL;
 }

@@ -5,9 +5,10 @@
  * control directory.
  *
  * Each region is mapped once at mount through the page cache's region
- * mapping (pc_region_map: MAP_SHARED over the image, or the memory
- * device's own bytes), and reads and writes copy straight to and from
- * it: no page of the cache, no journal, no flusher.  The mapping is
+ * mapping (pc_region_map: MAP_SHARED over the image, the memory device's
+ * own bytes, or a copy in memory for an NBD export), and reads and writes
+ * copy straight to and from it: no page of the cache, no journal, no
+ * flusher.  The mapping is
  * synced by fsync of the file, by mfs_sync and at unmount; the
  * device's flushes stop before the regions (bdev_set_flush_end), so a
  * commit never waits for their pages.
@@ -292,6 +293,7 @@ ssize_t mfs_region_write(struct mfs_file *f, const struct mfs_cred *cr,
 		return -ENOSPC;
 	size = (size_t)UT_MIN((uint64_t)size, r->bytes - off);
 	memcpy((char *)pc_region_data(r->map) + off, buf, size);
+	pc_region_dirty(r->map, off, size);
 	return (ssize_t)size;
 }
 

@@ -598,7 +598,10 @@ extern const struct pc_mapping_ops pc_identity_ops;
  *   -EROFS   PC_REGION_WRITE on a read-only device.
  * On the memory device (fd -1) the region points straight into the
  * device's contents (bdev_mem_data); pc_region_sync is then a no-op, and
- * the device's power-cut simulation does not cover region stores.
+ * the device's power-cut simulation does not cover region stores.  On a
+ * device with neither (an NBD export) the region is a copy in memory,
+ * read whole here; a store into it must be noted with pc_region_dirty,
+ * and pc_region_sync writes the noted blocks back and flushes.
  */
 int pc_region_map(struct pc_cache *c, struct bdev *bd, uint64_t off,
 		  uint64_t len, unsigned int flags, struct pc_region **out);
@@ -606,8 +609,12 @@ int pc_region_map(struct pc_cache *c, struct bdev *bd, uint64_t off,
 void pc_region_unmap(struct pc_region *r);
 void *pc_region_data(const struct pc_region *r);
 uint64_t pc_region_len(const struct pc_region *r);
-/* msync(MS_SYNC) bytes [off, off + len) of the region; len 0: all of it. */
+/* msync(MS_SYNC) bytes [off, off + len) of the region; len 0: all of it.
+ * A copy: its noted blocks in the range written back, and a flush. */
 int pc_region_sync(struct pc_region *r, uint64_t off, uint64_t len);
+/* Note a store into bytes [off, off + len) of the region (a no-op but
+ * for a copy, which pc_region_sync then writes back). */
+void pc_region_dirty(struct pc_region *r, uint64_t off, uint64_t len);
 
 /* ---- statistics ----------------------------------------------------------- */
 

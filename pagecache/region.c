@@ -1,6 +1,9 @@
 /*
  * region.c - reserved regions: ranges of the device served by
- * mmap(MAP_SHARED) of the device, outside the cache.
+ * mmap(MAP_SHARED) of the device, outside the cache.  A device with no
+ * file and no memory of its own (an NBD export) has nothing to map: its
+ * region is a copy in memory, read in whole when mapped, whose stores are
+ * noted (pc_region_dirty) and written back by pc_region_sync.
  *
  * This is the VM_RESERVED side of removing PageReserved: reserved-ness
  * belongs to the region, not to a page flag.  Region pages have
@@ -32,6 +35,11 @@ struct pc_region {
 	uint64_t off, len;
 	uint64_t npages;
 	struct pc_page *pages;
+	/* A copy (map is anonymous memory): its blocks stored into since
+	 * they were last written back, one bit each. */
+	bool copy;
+	pthread_mutex_t dirty_lock;
+	uint64_t *dirty;
 };
 
 static int check_region(struct pc_cache *c, struct bdev *bd, uint64_t off,
@@ -127,6 +135,41 @@ static int map_mem(struct pc_region *r)
 	return 0;
 }
 
+/* No file and no memory of the device's own: a copy in memory. */
+static int map_copy(struct pc_region *r)
+{
+	uint32_t bs = r->cache->block_size;
+	uint64_t blocks = r->len / bs;
+	int err = 0;
+
+	r->map_len = (size_t)r->len;
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		return -ENOMEM;
+	}
+	r->data = r->map;
+	r->copy = true;
+	r->dirty = calloc((size_t)((blocks + 63) / 64), sizeof(uint64_t));
+	if (!r->dirty)
+		err = -ENOMEM;
+	for (uint64_t at = 0; !err && at < r->len; at += 1u << 20)
+		err = bdev_read(r->bd, r->off + at, r->data + at,
+				(size_t)UT_MIN(r->len - at, 1u << 20));
+	if (err) {
+		mlog_err("page cache: cannot read region [%llu, %llu) of %s: %s",
+			 (unsigned long long)r->off, (unsigned long long)(r->off + r->len),
+			 r->bd->path ? r->bd->path : "the device", strerror(-err));
+		free(r->dirty);
+		munmap(r->map, r->map_len);
+		r->map = NULL;
+		return err;
+	}
+	pthread_mutex_init(&r->dirty_lock, NULL);
+	return 0;
+}
+
 static int init_pages(struct pc_region *r)
 {
 	uint32_t bs = r->cache->block_size;
@@ -161,7 +204,10 @@ int pc_region_map(struct pc_cache *c, struct bdev *bd, uint64_t off,
 	if (!r)
 		return -ENOMEM;
 	*r = (struct pc_region){ .cache = c, .bd = bd, .off = off, .len = len };
-	rc = bd->fd < 0 ? map_mem(r) : map_file(r, flags);
+	if (bd->fd >= 0)
+		rc = map_file(r, flags);
+	else
+		rc = bdev_mem_data(bd) ? map_mem(r) : map_copy(r);
 	if (!rc && (rc = init_pages(r)) && r->map)
 		munmap(r->map, r->map_len);
 	if (rc) {
@@ -178,6 +224,10 @@ void pc_region_unmap(struct pc_region *r)
 {
 	if (r->map)
 		munmap(r->map, r->map_len);
+	if (r->copy) {
+		free(r->dirty);
+		pthread_mutex_destroy(&r->dirty_lock);
+	}
 	atomic_fetch_sub(&r->cache->region_bytes, r->len);
 	atomic_fetch_sub(&r->cache->nr_regions, 1);
 	free(r->pages);
@@ -199,6 +249,59 @@ struct pc_page *pc_region_page(struct pc_region *r, uint64_t i)
 	return i < r->npages ? &r->pages[i] : NULL;
 }
 
+void pc_region_dirty(struct pc_region *r, uint64_t off, uint64_t len)
+{
+	uint32_t bs = r->cache->block_size;
+
+	if (!r->copy || !len || off >= r->len)
+		return;
+	len = UT_MIN(len, r->len - off);
+	pthread_mutex_lock(&r->dirty_lock);
+	for (uint64_t b = off / bs; b <= (off + len - 1) / bs; b++)
+		r->dirty[b / 64] |= 1ull << (b % 64);
+	pthread_mutex_unlock(&r->dirty_lock);
+}
+
+/* Take the bit of block @b: whether it was set. */
+static bool take_dirty(struct pc_region *r, uint64_t b)
+{
+	bool was;
+
+	pthread_mutex_lock(&r->dirty_lock);
+	was = r->dirty[b / 64] & (1ull << (b % 64));
+	r->dirty[b / 64] &= ~(1ull << (b % 64));
+	pthread_mutex_unlock(&r->dirty_lock);
+	return was;
+}
+
+/* Write the copy's dirty blocks of [off, off + len) back, runs at a time,
+ * then flush.  A bit is taken before its block is written, so a store
+ * that comes meanwhile marks it again; a run that fails is marked again
+ * for the next sync. */
+static int sync_copy(struct pc_region *r, uint64_t off, uint64_t len)
+{
+	uint32_t bs = r->cache->block_size;
+	uint64_t b = off / bs, end = (off + len + bs - 1) / bs;
+	int err = 0;
+
+	while (b < end) {
+		uint64_t run = 0;
+
+		while (b + run < end && run < 256 && take_dirty(r, b + run))
+			run++;
+		if (run) {
+			int e = bdev_write(r->bd, r->off + b * bs, r->data + b * bs,
+					   (size_t)(run * bs));
+
+			if (e)
+				pc_region_dirty(r, b * bs, run * bs);
+			err = err ? err : e;
+		}
+		b += run ? run : 1;
+	}
+	return err ? err : bdev_flush(r->bd);
+}
+
 int pc_region_sync(struct pc_region *r, uint64_t off, uint64_t len)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -210,6 +313,8 @@ int pc_region_sync(struct pc_region *r, uint64_t off, uint64_t len)
 		return 0;
 	if (!len)
 		len = r->len - off;
+	if (r->copy)
+		return sync_copy(r, off, len);
 	a = (uintptr_t)(r->data + off);
 	start = a / pg * pg;
 	if (msync((void *)start, len + (a - start), MS_SYNC))

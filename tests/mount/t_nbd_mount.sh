@@ -5,7 +5,10 @@
 #   2. file plugin: a mount recording a write log; files written and
 #      fsynced; miscfs-replay of the log from the image before the mount,
 #      into an export, equals the image the server holds;
-#   3. the server killed while files are being written: the writes fail
+#   3. a reserved region of an image on a server (a copy in the daemon's
+#      memory): what is written into it reaches the served file at the
+#      region's offset by fsync, and reads back after a new mount;
+#   4. the server killed while files are being written: the writes fail
 #      with EIO, the journal aborts with a log line naming the lost
 #      server, the daemon does not crash and unmounts; served again from
 #      the same file, the image mounts, and every file fsynced before the
@@ -80,7 +83,35 @@ expect_status 0 "$FSCK" -fn "$uri"
 unserve
 echo "ok: a write log replayed into an NBD export and into a file"
 
-# ---- 3. the server killed mid-write ------------------------------------------
+# ---- 3. a reserved region ----------------------------------------------------
+expect_status 0 "$MKFS" -q -F -R blob:1M "$file" 64M
+expect_status 0 "$DEBUGFS" "$file" regions
+start_blk=$(sed -n 's/^region blob: start \([0-9]*\), .*/\1/p' "$T_OUT")
+[ -n "$start_blk" ] || { cat "$T_OUT"; fail "no region blob in miscfs-debug"; }
+head -c 300000 /dev/urandom >"$T_DIR/blob.data"
+serve file file "$file"
+img=$uri
+start
+python3 - "$mnt/.regions/blob" "$T_DIR/blob.data" <<'EOF'
+import os, sys
+data = open(sys.argv[2], "rb").read()
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.pwrite(fd, data, 12345)
+os.fsync(fd)
+os.close(fd)
+EOF
+# fsync has written it to the server, before any unmount.
+cmp "$T_DIR/blob.data" <(dd if="$file" bs=1 skip=$((start_blk * 4096 + 12345)) \
+	count=300000 status=none) || fail "the region's bytes did not reach the server by fsync"
+unmount
+start
+cmp "$T_DIR/blob.data" <(dd if="$mnt/.regions/blob" bs=1 skip=12345 count=300000 \
+	status=none) || fail "the region's bytes did not come back"
+unmount
+unserve
+echo "ok: a reserved region of an image on a server, written, fsynced and read back"
+
+# ---- 4. the server killed mid-write ------------------------------------------
 expect_status 0 "$MKFS" -q -F "$file" 64M
 serve file file "$file"
 img=$uri
