@@ -43,6 +43,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: miscfs IMAGE MOUNTPOINT [-o OPTIONS] [-f] [-d]\n"
+		"IMAGE: a file, a block device or an NBD URI (nbd://HOST/EXPORT,\n"
+		"       nbd+unix:///EXPORT?socket=PATH)\n"
 		"options: cache_size=SIZE data=ordered|writeback|journal commit=SECONDS ro rw\n"
 		"         errors=continue|remount-ro force allow_other default_permissions\n"
 		"         relatime strictatime noatime atime nodiratime diratime\n"

@@ -24,7 +24,8 @@
 static const char usage_text[] =
 "Usage: miscfs-debug IMAGE [COMMAND [ARG]]\n"
 "\n"
-"Print the structures of a miscfs image (read-only).\n"
+"Print the structures of a miscfs image (read-only): a file, a block device\n"
+"or an NBD export (nbd://HOST/EXPORT, nbd+unix:///EXPORT?socket=PATH).\n"
 "\n"
 "Commands:\n"
 "  super          the superblock (default); a backup is used if the\n"

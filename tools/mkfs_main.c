@@ -21,7 +21,8 @@
 static const char usage_text[] =
 "Usage: mkfs.miscfs [options] IMAGE [SIZE]\n"
 "\n"
-"Create a miscfs filesystem on IMAGE, an image file or a block device.\n"
+"Create a miscfs filesystem on IMAGE, an image file, a block device or an\n"
+"NBD export (nbd://HOST/EXPORT, nbd+unix:///EXPORT?socket=PATH).\n"
 "With SIZE, an image file is created (or resized) to SIZE bytes first.\n"
 "Sizes take the suffixes K, M, G and T (powers of 1024).\n"
 "\n"
