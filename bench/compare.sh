@@ -21,6 +21,10 @@
 #                   with miscfs's options: the same code at another
 #                   commit, for an A/B pair (FS="miscfs miscfs-base";
 #                   not in the default list)
+#   miscfs-nbd      miscfs's daemon and options on an image served by
+#                   nbdkit's file plugin on a Unix socket (libnbd in
+#                   place of io_uring: the NBD backend's cost; not in the
+#                   default list)
 #   fuse2fs         fuse2fs IMG MNT (e2fsprogs' FUSE driver, no options:
 #                   root needs none); image made by mkfs.ext4
 #   ext4            kernel ext4 on a loop device, -o data=ordered
@@ -183,9 +187,9 @@ for w in $WORKLOADS; do
 	esac
 done
 for f in $FS; do
-	case " $ALL_FS miscfs-base " in
+	case " $ALL_FS miscfs-base miscfs-nbd " in
 	*" $f "*) ;;
-	*) die "unknown filesystem $f (known: $ALL_FS miscfs-base)" ;;
+	*) die "unknown filesystem $f (known: $ALL_FS miscfs-base miscfs-nbd)" ;;
 	esac
 done
 
@@ -302,7 +306,7 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal | miscfs-base)
+	miscfs | miscfs-journal | miscfs-base | miscfs-nbd)
 		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
 	*)
 		# A bare number would be a count of blocks to mkfs.ext4.
@@ -314,11 +318,28 @@ fs_make() {
 		{ echo "$img: $(stat -c %s "$img") bytes, not $size"; return 1; }
 	case $fs in
 	ext4 | ext4-journal | passthrough) losetup -f --show "$img" >/dev/null ;;
+	miscfs-nbd) nbd_serve "$img" ;;
 	esac
+}
+
+# The image served by nbdkit on $WORK/nbd.sock for miscfs-nbd; without -f
+# nbdkit returns once it listens.
+nbd_uri() { echo "nbd+unix:///?socket=$WORK/nbd.sock"; }
+nbd_serve() {
+	rm -f "$WORK/nbd.sock"
+	nbdkit -U "$WORK/nbd.sock" -P "$WORK/nbdkit.pid" file "$1"
+}
+nbd_stop() {
+	local pid
+	pid=$(cat "$WORK/nbdkit.pid" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null
+	wait_gone "$pid" 30 || true
+	rm -f "$WORK/nbdkit.pid" "$WORK/nbd.sock"
 }
 
 fs_destroy() {
 	local fs=$1 loop
+	[ "$fs" = miscfs-nbd ] && nbd_stop
 	for loop in $(losetup -j "$(img_of "$fs")" | cut -d: -f1); do
 		losetup -d "$loop"
 	done
@@ -370,6 +391,7 @@ fs_mount() {
 	case $fs in
 	miscfs | miscfs-base)
 		"$(build_of "$fs")/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
+	miscfs-nbd) "$build/daemon/miscfs" "$(nbd_uri)" "$mnt" -o "cache_size=$CACHE" ;;
 	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,data=journal" ;;
 	fuse2fs) as_peer fuse2fs "$img" "$mnt" ;;
 	ext4) mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$mnt" ;;
@@ -470,7 +492,14 @@ why_not() {
 		[ -n "$b" ] || echo "no BASE_BUILD"
 		[ -x "$b/daemon/miscfs" ] || echo "no $b/daemon/miscfs"
 		[ -x "$b/tools/mkfs.miscfs" ] || echo "no $b/tools/mkfs.miscfs"
-		[ -c /dev/fuse ] || echo "no /dev/fuse" ;;
+		[ -c /dev/fuse ] || echo "no /dev/fuse"
+		if [ "$1" = miscfs-nbd ]; then
+			command -v nbdkit >/dev/null || echo "no nbdkit (package nbdkit)"
+			if "$b/tools/mkfs.miscfs" -q "nbd+unix:///?socket=$WORK/none.sock" 2>&1 |
+				grep -q "no NBD support"; then
+				echo "$b was built without libnbd"
+			fi
+		fi ;;
 	fuse2fs)
 		command -v fuse2fs >/dev/null || echo "no fuse2fs (package fuse2fs)"
 		[ -c /dev/fuse ] || echo "no /dev/fuse" ;;
@@ -834,7 +863,7 @@ def ratio(a, b, wl):
 
 pairs = [(a, b) for a, b in [("miscfs", "fuse2fs"), ("miscfs", "ext4"),
          ("miscfs", "passthrough"), ("miscfs-journal", "miscfs"),
-         ("miscfs", "miscfs-base")]
+         ("miscfs", "miscfs-base"), ("miscfs-nbd", "miscfs")]
          if a in fs_list and b in fs_list and a not in skipped and b not in skipped]
 head = ["workload", "unit"] + fs_list + ["%s/%s" % p for p in pairs]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
