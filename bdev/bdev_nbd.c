@@ -20,7 +20,9 @@
  * request submitted before it, completed or not: commands are counted in
  * epochs, each flush closes one, and its command goes out once its epoch
  * and every older one have drained.  A server that offers no flush is
- * used with a warning: its writes are as durable as it makes them.
+ * used with a warning: its writes are as durable as it makes them.  A
+ * write with its flush after it, alone on the device, is one write with
+ * FUA where the server offers it (fua_alone).
  *
  * A lost connection: libnbd ends the commands in flight with an error,
  * the device says once which server it lost, and every later request
@@ -35,6 +37,7 @@
 #include <errno.h>
 #include <libnbd.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -60,6 +63,13 @@ struct nbd_cmd {
 	size_t len;                  /* how many */
 	uint64_t off;                /* on the device */
 	char *bounce;                /* a vectored request's buffer */
+	bool fua;                    /* sent with NBD_CMD_FLAG_FUA ... */
+	struct bdev_req *then;       /* ... standing for this flush */
+	/* Held by finish(), by libnbd until it calls .free, and by the
+	 * issuing thread until its call returns: libnbd may both fail the
+	 * call and end the command (a connection dying under it). */
+	atomic_uint refs;
+	atomic_bool is_ended;        /* ended() takes only the first end */
 	int err;
 	struct nbd_cmd *next;        /* on the list of ended commands */
 };
@@ -70,11 +80,12 @@ struct nbd_dev {
 	pthread_t thread;
 	int wake;                    /* eventfd: work for the thread */
 	uint64_t max_cmd;
-	bool can_flush;
+	bool can_flush, can_fua;
 	pthread_mutex_t lock;        /* what follows */
 	struct nbd_cmd *ended, **ended_tail;
 	struct nbd_epoch *oldest, *newest;
 	uint64_t inflight;           /* commands issued, not yet ended */
+	uint64_t unflushed;          /* writes ended since a flush was sent */
 	bool dead, stop;
 };
 
@@ -110,6 +121,8 @@ static void ended(struct nbd_cmd *c, int err)
 {
 	struct nbd_dev *d = c->d;
 
+	if (atomic_exchange(&c->is_ended, true))
+		return;
 	c->err = err;
 	c->next = NULL;
 	pthread_mutex_lock(&d->lock);
@@ -135,14 +148,35 @@ static void scatter(struct bdev_req *req, const char *from)
 	}
 }
 
+/* End a request that sent nothing, or a flush a FUA write stood for. */
+static void end_now(struct bdev_req *req, int err)
+{
+	req->result = err;
+	if (req->end_io)
+		req->end_io(req);
+}
+
 /* Commands and their bounce buffers, along their next links. */
+static void cmd_put(struct nbd_cmd *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) == 1) {
+		bdev_free_buf(c->bounce);
+		free(c);
+	}
+}
+
+/* libnbd will not call the command's callback again. */
+static void cmd_free_cb(void *user)
+{
+	cmd_put(user);
+}
+
 static void free_plan(struct nbd_cmd *c)
 {
 	while (c) {
 		struct nbd_cmd *next = c->next;
 
-		bdev_free_buf(c->bounce);
-		free(c);
+		cmd_put(c);
 		c = next;
 	}
 }
@@ -151,24 +185,31 @@ static void free_plan(struct nbd_cmd *c)
  * (in the device's thread, which alone touches req->done). */
 static void finish(struct nbd_dev *d, struct nbd_cmd *c)
 {
-	struct bdev_req *req = c->req;
+	struct bdev_req *req = c->req, *then = c->then;
+	int err;
 
 	pthread_mutex_lock(&d->lock);
 	if (c->epoch)
 		c->epoch->pending--;
 	d->inflight--;
+	if (req->op == BDEV_OP_WRITE && !c->fua)
+		d->unflushed++;
 	pthread_mutex_unlock(&d->lock);
 	if (c->err && !req->result)
 		req->result = c->err;
 	if (c->bounce && !c->err && req->op == BDEV_OP_READ)
 		scatter(req, c->bounce);
 	req->done += c->len;
-	c->next = NULL;
-	free_plan(c);
-	if (req->op == BDEV_OP_FLUSH || req->done == bdev_req_len(req)) {
-		if (req->end_io)
-			req->end_io(req);
-	}
+	cmd_put(c);
+	if (req->op != BDEV_OP_FLUSH && req->done != bdev_req_len(req))
+		return;
+	/* @then is a single command's: its request ends here.  The request
+	 * may be gone once its end_io has run. */
+	err = req->result;
+	if (req->end_io)
+		req->end_io(req);
+	if (then)
+		end_now(then, err);
 }
 
 /* ---- issuing commands --------------------------------------------------- */
@@ -178,9 +219,11 @@ static struct nbd_cmd *cmd_new(struct nbd_dev *d, struct bdev_req *req, char *bu
 {
 	struct nbd_cmd *c = calloc(1, sizeof(*c));
 
-	if (c)
+	if (c) {
 		*c = (struct nbd_cmd){ .d = d, .req = req, .buf = buf, .len = len,
 				       .off = off };
+		atomic_init(&c->refs, 1);            /* finish()'s */
+	}
 	return c;
 }
 
@@ -188,7 +231,8 @@ static struct nbd_cmd *cmd_new(struct nbd_dev *d, struct bdev_req *req, char *bu
  * once the connection is gone it ends at once with -EIO. */
 static void issue(struct nbd_dev *d, struct nbd_cmd *c)
 {
-	nbd_completion_callback cb = { .callback = cmd_callback, .user_data = c };
+	nbd_completion_callback cb = { .callback = cmd_callback, .user_data = c,
+				       .free = cmd_free_cb };
 	enum bdev_op op = c->req->op;
 	int64_t cookie;
 	bool dead;
@@ -199,20 +243,25 @@ static void issue(struct nbd_dev *d, struct nbd_cmd *c)
 	if (c->epoch)
 		c->epoch->pending++;
 	d->inflight++;
+	if (op == BDEV_OP_FLUSH)
+		d->unflushed = 0;    /* it covers every write ended by now */
 	pthread_mutex_unlock(&d->lock);
 	if (dead) {
 		ended(c, -EIO);
 		return;
 	}
+	atomic_fetch_add(&c->refs, 2);               /* libnbd's, ours */
 	if (op == BDEV_OP_READ)
 		cookie = nbd_aio_pread(d->h, c->buf, c->len, c->off, cb, 0);
 	else if (op == BDEV_OP_WRITE)
-		cookie = nbd_aio_pwrite(d->h, c->buf, c->len, c->off, cb, 0);
+		cookie = nbd_aio_pwrite(d->h, c->buf, c->len, c->off, cb,
+					c->fua ? LIBNBD_CMD_FLAG_FUA : 0);
 	else
 		cookie = nbd_aio_flush(d->h, cb, 0);
-	/* Refused before it was sent: no callback comes. */
+	/* Refused: ended here, unless the callback ended it already. */
 	if (cookie < 0)
 		ended(c, io_errno(nbd_get_errno()));
+	cmd_put(c);
 }
 
 /* A vectored request that fits one command: through a bounce buffer. */
@@ -263,29 +312,50 @@ static int plan(struct nbd_dev *d, struct bdev_req *req, struct nbd_cmd **out)
 	return 0;
 }
 
-/* End a request that sent nothing (the submitting thread). */
-static void end_now(struct bdev_req *req, int err)
+
+/*
+ * A write that a flush follows in its batch, on a device with nothing in
+ * flight and nothing written since the last flush, is all that flush has
+ * to cover: one command with FUA does both, a round trip less (the
+ * commit block of a transaction, say).  Writes submitted meanwhile by
+ * other threads come after the flush, which need not cover them.
+ */
+static bool fua_alone(struct nbd_dev *d, struct nbd_cmd *c, struct bdev_req *flush)
 {
-	req->result = err;
-	if (req->end_io)
-		req->end_io(req);
+	bool alone;
+
+	if (!flush || !d->can_fua || c->next)
+		return false;
+	pthread_mutex_lock(&d->lock);
+	alone = !d->inflight && !d->unflushed;
+	pthread_mutex_unlock(&d->lock);
+	if (alone) {
+		c->fua = true;
+		c->then = flush;
+	}
+	return alone;
 }
 
-static void issue_rw(struct nbd_dev *d, struct bdev_req *req)
+/* Send a read or write; a write whose following @flush it can stand for
+ * (fua_alone) returns true, and that flush is taken care of. */
+static bool issue_rw(struct nbd_dev *d, struct bdev_req *req, struct bdev_req *flush)
 {
 	struct nbd_cmd *c;
 	int err = plan(d, req, &c);
+	bool fua;
 
 	if (err) {
 		end_now(req, err);
-		return;
+		return false;
 	}
+	fua = req->op == BDEV_OP_WRITE && fua_alone(d, c, flush);
 	while (c) {
 		struct nbd_cmd *next = c->next;   /* ended() reuses it */
 
 		issue(d, c);
 		c = next;
 	}
+	return fua;
 }
 
 /* ---- flushes ------------------------------------------------------------ */
@@ -353,7 +423,10 @@ static int nbdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
 		int err;
 
 		if (req->op != BDEV_OP_FLUSH) {
-			issue_rw(d, req);
+			struct bdev_req *next = i + 1 < n ? reqs[i + 1] : NULL;
+
+			if (issue_rw(d, req, next && next->op == BDEV_OP_FLUSH ? next : NULL))
+				i++;          /* its flush is the FUA write's */
 			continue;
 		}
 		err = queue_flush(d, req);
@@ -552,6 +625,7 @@ static int connect_export(struct nbd_dev *d, const char *uri,
 		d->max_cmd = UT_MIN(d->max_cmd, bdev_test_max_xfer);
 	d->bd.read_only = opts->read_only || nbd_is_read_only(d->h) == 1;
 	d->can_flush = nbd_can_flush(d->h) == 1;
+	d->can_fua = d->can_flush && nbd_can_fua(d->h) == 1;
 	if (!d->can_flush && !d->bd.read_only)
 		mlog_warn("%s: the NBD server offers no flush: writes are as durable "
 			  "as it makes them", uri);

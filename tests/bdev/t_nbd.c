@@ -6,7 +6,9 @@
  * - what is written, whole, vectored or cut into several commands, reads
  *   back, from four threads at once;
  * - a flush in a batch ends after every request submitted before it
- *   (the server, slowed at random, replies out of order);
+ *   (the server, slowed, replies after the flush's own reply would come);
+ * - a write with its flush after it, alone on the device, goes out as one
+ *   write with FUA; after a write no flush has covered, the flush goes;
  * - the server killed with requests in flight: each ends with -EIO, one
  *   log line names the lost server, later requests fail at once, close
  *   returns;
@@ -221,6 +223,55 @@ static void test_flush_waits(void)
 	printf("ok: a flush in a batch ends after the %u writes before it\n", FLUSH_BATCH);
 }
 
+/* Submit a write of block @blk and a flush after it in one batch. */
+static void write_then_flush(struct bdev *bd, void *buf, uint64_t blk)
+{
+	struct bdev_req reqs[2], *rp[2] = { &reqs[0], &reqs[1] };
+
+	bdev_req_init(&reqs[0], BDEV_OP_WRITE, blk * BS, buf, BS);
+	bdev_req_init(&reqs[1], BDEV_OP_FLUSH, 0, NULL, 0);
+	t_ok(bdev_submit_wait(bd, rp, 2));
+}
+
+/* How many lines of nbdkit's log name @what (and @also, if given). */
+static unsigned int logged(const char *path, const char *what, const char *also)
+{
+	char line[512];
+	unsigned int n = 0;
+	FILE *f = fopen(path, "r");
+
+	t_assert(f != NULL, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) && (!also || strstr(line, also)) &&
+		     !strstr(line, "return=");
+	fclose(f);
+	return n;
+}
+
+static void test_fua(void)
+{
+	char log[300], arg[320];
+	const char *args[] = { "--filter=log", "memory", "16M", arg, NULL };
+	unsigned char *buf = t_alloc(BS);
+	struct bdev *bd;
+
+	snprintf(log, sizeof(log), "%s/nbdkit.log", t_workdir());
+	snprintf(arg, sizeof(arg), "logfile=%s", log);
+	serve(args);
+	bd = open_uri();
+	t_fill(buf, BS, 9);
+	write_then_flush(bd, buf, 1);        /* alone: one FUA write */
+	t_ok(bdev_write(bd, 2 * BS, buf, BS));
+	write_then_flush(bd, buf, 3);        /* block 2 unflushed: a flush */
+	bdev_close(bd);
+	unserve();
+	t_eq(logged(log, "Write", "fua=1"), 1u);
+	t_eq(logged(log, "Write", NULL), 3u);
+	t_eq(logged(log, "Flush", NULL), 1u);
+	bdev_free_buf(buf);
+	printf("ok: a write alone with its flush is one FUA write; after an unflushed one, a flush\n");
+}
+
 /* ---- a lost server ------------------------------------------------------- */
 
 static void test_server_killed(void)
@@ -311,5 +362,5 @@ static int setup(void)
 }
 
 T_MAIN_SETUP(setup(), T_CASE(test_roundtrip), T_CASE(test_threads),
-	     T_CASE(test_flush_waits), T_CASE(test_server_killed),
+	     T_CASE(test_flush_waits), T_CASE(test_fua), T_CASE(test_server_killed),
 	     T_CASE(test_read_only), T_CASE(test_nobody_serves))
