@@ -33,41 +33,58 @@
 static pid_t server;
 static char uri[512];
 
-/* Start nbdkit with @args (plugin, filters, parameters) on a new socket. */
+static void unserve(void)
+{
+	if (server <= 0)
+		return;
+	kill(server, SIGKILL);
+	for (int i = 0; i < 500 && !kill(server, 0); i++)
+		usleep(10000);
+	server = 0;
+}
+
+/*
+ * Start nbdkit with @args (plugin, filters, parameters) on a new socket.
+ * Without -f it returns once it listens (a socket file alone may not be
+ * listening yet); its daemon writes its pid.
+ */
 static void serve(const char *const *args)
 {
 	static unsigned int n;
-	char sock[300];
-	const char *argv[32] = { "nbdkit", "-f", "--exit-with-parent", "-U", sock };
+	static bool registered;
+	char sock[300], pidfile[300];
+	const char *argv[32] = { "nbdkit", "-U", sock, "-P", pidfile };
 	unsigned int a = 5;
+	int status;
+	pid_t pid;
+	FILE *f;
 
-	snprintf(sock, sizeof(sock), "%s/nbd%u.sock", t_workdir(), n++);
+	snprintf(sock, sizeof(sock), "%s/nbd%u.sock", t_workdir(), n);
+	snprintf(pidfile, sizeof(pidfile), "%s/nbd%u.pid", t_workdir(), n++);
 	for (; *args; args++)
 		argv[a++] = *args;
-	server = fork();
-	t_assert(server >= 0, "fork");
-	if (!server) {
+	pid = fork();
+	t_assert(pid >= 0, "fork");
+	if (!pid) {
 		execvp("nbdkit", (char *const *)argv);
 		_exit(127);
 	}
-	for (int i = 0; i < 1000; i++) {
-		struct stat st;
-		int status;
-
-		if (!stat(sock, &st))
-			break;
-		t_assert(waitpid(server, &status, WNOHANG) == 0, "nbdkit exited");
-		usleep(10000);
+	t_assert(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		 !WEXITSTATUS(status), "nbdkit did not start");
+	/* The daemon writes it, maybe after its parent has returned. */
+	server = 0;
+	for (int i = 0; i < 1000 && server <= 0; i++) {
+		f = fopen(pidfile, "r");
+		if (!f || fscanf(f, "%d", &server) != 1)
+			usleep(5000);
+		if (f)
+			fclose(f);
 	}
+	t_assert(server > 0, "nbdkit wrote no pid in %s", pidfile);
+	if (!registered)
+		atexit(unserve);        /* a failing case leaves no server */
+	registered = true;
 	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s", sock);
-}
-
-static void unserve(void)
-{
-	int status;
-
-	kill(server, SIGKILL);
-	waitpid(server, &status, 0);
 }
 
 static struct bdev *open_uri(void)
