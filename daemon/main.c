@@ -286,8 +286,8 @@ static bool image_mounted(const char *path)
 
 #define NO_LOCK (-2)
 
-/* The fd holding the lock, NO_LOCK for an NBD export (multi-mount
- * protection in the image guards it), or -1. */
+/* The fd holding the lock, NO_LOCK for an NBD export (no file to lock:
+ * README, "Images on NBD"), or -1. */
 static int lock_image(const char *path, bool ro)
 {
 	uint64_t start = ut_now_ns();

@@ -205,8 +205,7 @@ static int lock_image(struct cli *c, const char **error)
 	const char *where;
 	int fd;
 
-	/* An NBD export has no file to lock: multi-mount protection, in the
-	 * image, tells fsck whether it is in use. */
+	/* An NBD export has no file to lock (README, "Images on NBD"). */
 	if (bdev_is_remote(c->image))
 		return NO_LOCK;
 	where = tool_mounted_on(c->image);

@@ -441,8 +441,8 @@ static int format(struct mkfs_args *a, struct bdev *bd)
 	return err;
 }
 
-/* An NBD export: its size is the server's, and nobody else's use of it
- * can be seen from here (multi-mount protection is in the image). */
+/* An NBD export: its size is the server's, and there is no file to lock
+ * against a daemon or tool using it meanwhile. */
 static int run_remote(struct mkfs_args *a, const struct bdev_open_opts *bo)
 {
 	struct bdev *bd;

@@ -62,14 +62,14 @@ fi
 # ---- 1. memory plugin: mkfs, mfsx, fsck ------------------------------------
 img=$uri
 start -o cache_size=16M
-"$MFSX" -N "${NBD_FSX_OPS:-20000}" -S 1 "$mnt" >"$T_DIR/mfsx.out" 2>&1 ||
+"$MFSX" -N "${NBD_FSX_OPS:-10000}" -S 1 "$mnt" >"$T_DIR/mfsx.out" 2>&1 ||
 	{ cat "$T_DIR/mfsx.out" >&2; fail "mfsx through the NBD export"; }
 unmount
 expect_status 0 "$FSCK" -fn "$uri"
 expect_status 0 "$DEBUGFS" "$uri" verify
 expect_in "$T_OUT" "problems: 0"
 unserve
-echo "ok: mkfs, ${NBD_FSX_OPS:-20000} mfsx operations, fsck and verify through nbd+unix://"
+echo "ok: mkfs, ${NBD_FSX_OPS:-10000} mfsx operations, fsck and verify through nbd+unix://"
 
 # ---- 2. file plugin: a write log replayed into an export --------------------
 file=$T_DIR/served.img
