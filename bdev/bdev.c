@@ -54,6 +54,26 @@ size_t bdev_req_len(const struct bdev_req *req)
 	return len;
 }
 
+void bdev_req_gather(void *dst, const struct bdev_req *req)
+{
+	char *at = dst;
+
+	for (unsigned int i = 0; req && i < req->iovcnt; i++) {
+		memcpy(at, req->iov[i].iov_base, req->iov[i].iov_len);
+		at += req->iov[i].iov_len;
+	}
+}
+
+void bdev_req_scatter(const struct bdev_req *req, const void *src)
+{
+	const char *at = src;
+
+	for (unsigned int i = 0; i < req->iovcnt; i++) {
+		memcpy(req->iov[i].iov_base, at, req->iov[i].iov_len);
+		at += req->iov[i].iov_len;
+	}
+}
+
 void bdev_req_rest(struct bdev_req *req, struct bdev_rest *rest)
 {
 	size_t skip = req->done;

@@ -36,6 +36,10 @@ struct bdev_rest {
 	uint64_t off;
 };
 void bdev_req_rest(struct bdev_req *req, struct bdev_rest *rest);
+/* A request's segments copied in order into @dst (nothing for NULL), or
+ * filled in order from @src. */
+void bdev_req_gather(void *dst, const struct bdev_req *req);
+void bdev_req_scatter(const struct bdev_req *req, const void *src);
 
 /* The file a backend works on: opens it and fills bd's geometry, fd,
  * direct, read_only and path.  Logs once whether O_DIRECT is used. */

@@ -125,22 +125,6 @@ void bdev_mem_power_cut(struct bdev *bd, enum bdev_cut mode, uint64_t seed)
 
 /* ---- requests ------------------------------------------------------------- */
 
-static void gather(uint8_t *dst, const struct bdev_req *req)
-{
-	for (unsigned int i = 0; i < req->iovcnt; i++) {
-		memcpy(dst, req->iov[i].iov_base, req->iov[i].iov_len);
-		dst += req->iov[i].iov_len;
-	}
-}
-
-static void scatter(const struct bdev_req *req, const uint8_t *src)
-{
-	for (unsigned int i = 0; i < req->iovcnt; i++) {
-		memcpy(req->iov[i].iov_base, src, req->iov[i].iov_len);
-		src += req->iov[i].iov_len;
-	}
-}
-
 /* Apply a write, remembering it as pending. */
 static int mem_write(struct mem_bdev *m, const struct bdev_req *req, size_t len)
 {
@@ -150,7 +134,7 @@ static int mem_write(struct mem_bdev *m, const struct bdev_req *req, size_t len)
 		m->pend = pend;
 	if (!p.data || !p.old || !pend)
 		goto fail;
-	gather(p.data, req);
+	bdev_req_gather(p.data, req);
 	memcpy(p.old, m->data + p.off, len);
 	memcpy(m->data + p.off, p.data, len);
 	m->pend[m->npend++] = p;
@@ -169,7 +153,7 @@ static int mem_rw_locked(struct mem_bdev *m, struct bdev_req *req)
 	int err = 0;
 
 	if (rd)
-		scatter(req, m->data + req->off);
+		bdev_req_scatter(req, m->data + req->off);
 	else
 		err = mem_write(m, req, len);
 	req->done = err ? 0 : len;

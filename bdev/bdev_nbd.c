@@ -140,14 +140,6 @@ static int cmd_callback(void *user, int *error)
 	return 1;
 }
 
-static void scatter(struct bdev_req *req, const char *from)
-{
-	for (unsigned int i = 0; i < req->iovcnt; i++) {
-		memcpy(req->iov[i].iov_base, from, req->iov[i].iov_len);
-		from += req->iov[i].iov_len;
-	}
-}
-
 /* End a request that sent nothing, or a flush a FUA write stood for. */
 static void end_now(struct bdev_req *req, int err)
 {
@@ -198,7 +190,7 @@ static void finish(struct nbd_dev *d, struct nbd_cmd *c)
 	if (c->err && !req->result)
 		req->result = c->err;
 	if (c->bounce && !c->err && req->op == BDEV_OP_READ)
-		scatter(req, c->bounce);
+		bdev_req_scatter(req, c->bounce);
 	req->done += c->len;
 	cmd_put(c);
 	if (req->op != BDEV_OP_FLUSH && req->done != bdev_req_len(req))
@@ -268,7 +260,7 @@ static void issue(struct nbd_dev *d, struct nbd_cmd *c)
 static int plan_bounced(struct nbd_dev *d, struct bdev_req *req, size_t len,
 			struct nbd_cmd **out)
 {
-	char *b = bdev_alloc_buf(len), *at = b;
+	char *b = bdev_alloc_buf(len);
 
 	if (!b || !(*out = cmd_new(d, req, b, len, req->off))) {
 		bdev_free_buf(b);
@@ -276,10 +268,7 @@ static int plan_bounced(struct nbd_dev *d, struct bdev_req *req, size_t len,
 	}
 	(*out)->bounce = b;
 	if (req->op == BDEV_OP_WRITE)
-		for (unsigned int i = 0; i < req->iovcnt; i++) {
-			memcpy(at, req->iov[i].iov_base, req->iov[i].iov_len);
-			at += req->iov[i].iov_len;
-		}
+		bdev_req_gather(b, req);
 	return 0;
 }
 

@@ -326,18 +326,13 @@ static struct wrap_rec *rec_new(const struct bdev_req *req)
 {
 	size_t len = req ? bdev_req_len(req) : 0;
 	struct wrap_rec *rec = malloc(sizeof(*rec) + len);
-	uint8_t *dst;
 
 	if (!rec)
 		return NULL;
 	*rec = (struct wrap_rec){ .e = { .flush = !req, .off = req ? req->off : 0,
 					 .len = len, .data = rec->data } };
 	ut_list_init(&rec->link);
-	dst = rec->data;
-	for (unsigned int i = 0; req && i < req->iovcnt; i++) {
-		memcpy(dst, req->iov[i].iov_base, req->iov[i].iov_len);
-		dst += req->iov[i].iov_len;
-	}
+	bdev_req_gather(rec->data, req);
 	return rec;
 }
 
