@@ -236,7 +236,10 @@ static void *commit_thread(void *arg)
 			pthread_mutex_unlock(&j->j_lock);
 			done = jnl_checkpoint_one(j);
 			pthread_mutex_lock(&j->j_lock);
-			if (done <= 0)       /* nothing went home: no spinning */
+			/* Nothing went home: no spinning.  But a stop or a commit
+			 * asked for while the lock was dropped signalled no one,
+			 * and must not wait out the interval. */
+			if (done <= 0 && !j->j_stop && !commit_due(j, ut_now_ns()))
 				wait_for_work(j);
 			continue;
 		}

@@ -75,6 +75,7 @@ static inline const char *t_fmt_(const char *fmt, ...)
 
 #include <setjmp.h>
 #include <stdbool.h>
+#include <time.h>
 
 struct t_case {
 	const char *name;
@@ -110,6 +111,7 @@ static inline bool t_case_is_(const char *name, const char *want)
 /* Run one case; false when it skipped. */
 static inline bool t_case_run_(const struct t_case *c, bool say)
 {
+	struct timespec t0, t1;
 	jmp_buf env;
 
 	if (say)
@@ -120,8 +122,14 @@ static inline bool t_case_run_(const struct t_case *c, bool say)
 		return false;
 	}
 	t_case_skip_ = &env;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	c->fn();
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	t_case_skip_ = NULL;
+	/* The time of each case, so that the slow ones are found from a log. */
+	if (say)
+		printf("case %s: %.1f s\n", t_case_short_(c->name),
+		       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return true;
 }
 
