@@ -100,6 +100,8 @@ static int check_req(const struct bdev *bd, const struct bdev_req *req)
 {
 	uint64_t len = 0;
 
+	if (req->op != BDEV_OP_READ && bdev_is_fenced(bd))
+		return -EIO;
 	if (req->op == BDEV_OP_FLUSH)
 		return req->iovcnt ? -EINVAL : 0;
 	if ((req->op != BDEV_OP_READ && req->op != BDEV_OP_WRITE) ||
@@ -153,6 +155,16 @@ static int submit_batch(struct bdev *bd, struct bdev_req **reqs, unsigned int n,
 		}
 	}
 	return bd->ops->submit(bd, reqs, n);
+}
+
+void bdev_fence(struct bdev *bd)
+{
+	__atomic_store_n(&bd->fenced, true, __ATOMIC_RELEASE);
+}
+
+bool bdev_is_fenced(const struct bdev *bd)
+{
+	return __atomic_load_n(&bd->fenced, __ATOMIC_ACQUIRE);
 }
 
 int bdev_submit(struct bdev *bd, struct bdev_req **reqs, unsigned int n)
@@ -311,6 +323,8 @@ int bdev_writev(struct bdev *bd, uint64_t off, const struct iovec *iov,
 
 int bdev_flush(struct bdev *bd)
 {
+	if (bdev_is_fenced(bd))
+		return -EIO;
 	bdev_stat_add(bd, flushes, 1);
 	return bd->ops->flush(bd);
 }

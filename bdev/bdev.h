@@ -130,6 +130,7 @@ struct bdev {
 	uint32_t dma_align;       /* required buffer alignment */
 	bool direct;              /* O_DIRECT is in use */
 	bool read_only;
+	bool fenced;              /* bdev_fence(); __atomic builtins */
 	int fd;                   /* the open image, -1 for the memory device;
 	                             the page cache mmaps reserved regions of it */
 	uint64_t flush_end;       /* flushes cover [0, flush_end); 0: all */
@@ -207,6 +208,14 @@ int bdev_flush(struct bdev *bd);
  * -EINVAL for an @end the device cannot take.
  */
 int bdev_set_flush_end(struct bdev *bd, uint64_t end);
+/*
+ * From now on every write and flush submitted to @bd fails with -EIO
+ * (reads go on): the filesystem on it belongs to someone else now
+ * (multi-mount protection lost it), and nothing of this process may reach
+ * it any more, whichever layer tries.  Requests already submitted finish.
+ */
+void bdev_fence(struct bdev *bd);
+bool bdev_is_fenced(const struct bdev *bd);
 void bdev_close(struct bdev *bd);
 
 static inline uint64_t bdev_size(const struct bdev *bd) { return bd->size; }

@@ -367,6 +367,8 @@ struct fmt_mkfs_opts {
 	uint64_t csum_seed;          /* 0: random */
 	uint32_t default_mount_opts; /* s_default_mount_opts (MFS_DEFM_*) */
 	uint16_t errors;             /* s_errors; 0: MFS_ERRORS_CONTINUE */
+	bool mmp;                    /* multi-mount protection (INCOMPAT_MMP) */
+	uint16_t mmp_interval;       /* its seconds; 0: the default */
 	/*
 	 * Unless NULL, called before the superblock is written with each run
 	 * of bytes [off, off + len) of the device that the journal's blocks
@@ -390,6 +392,39 @@ uint64_t fmt_mkfs_min_bytes(const struct fmt_mkfs_opts *opts);
  * names the problem (-ENOSPC: too small, -EINVAL: bad option).
  */
 int fmt_mkfs(struct bdev *bd, const struct fmt_mkfs_opts *opts);
+
+/* ---- multi-mount protection (mmp.c) ------------------------------------- */
+
+/* The seconds between stamps: s_mmp_interval, or the default for 0. */
+uint16_t fmt_mmp_interval(const struct mfs_super *sb);
+/* The MMP block's fields; -EUCLEAN (bad magic or checksum) or the read's
+ * error, with the reason in @why. */
+int fmt_mmp_read(struct bdev *bd, const struct mfs_super *sb, struct mfs_mmp *m,
+		 char *why, size_t len);
+/* Fields for a stamp @seq by this process (node name, pid, now). */
+void fmt_mmp_fill(struct mfs_mmp *m, uint32_t seq, const char *program,
+		  uint16_t interval);
+/* Write the block with its checksum, then flush the device. */
+int fmt_mmp_write(struct bdev *bd, const struct mfs_super *sb, const struct mfs_mmp *m);
+/* "PROGRAM (pid N) on node NODE, stamped S s ago" */
+void fmt_mmp_describe(const struct mfs_mmp *m, char *buf, size_t len);
+
+/*
+ * Claim the filesystem of @sb (INCOMPAT_MMP) for writing: waits 2 *
+ * interval + 1 seconds once, twice when the block was not released, and
+ * logs what it waits for.  Then a thread stamps the block every interval
+ * until fmt_mmp_stop().  -EBUSY (logged, naming the owner): another node
+ * has it; -EUCLEAN: the block is damaged (fsck.miscfs rewrites it).
+ * If another node takes the filesystem later, the device is fenced
+ * (bdev_fence: every later write fails) and @on_lost is called from the
+ * stamping thread.
+ */
+struct fmt_mmp;
+int fmt_mmp_start(struct bdev *bd, const struct mfs_super *sb, const char *program,
+		  void (*on_lost)(void *arg), void *arg, struct fmt_mmp **out);
+bool fmt_mmp_lost(struct fmt_mmp *mp);
+/* Stop stamping and write CLEAN (unless lost); NULL is a no-op. */
+int fmt_mmp_stop(struct fmt_mmp *mp);
 
 /* ---- raw access (tools) -------------------------------------------------- */
 
@@ -477,6 +512,7 @@ int fmt_xattr_inode_check(uint32_t ino, const struct mfs_inode *in, char *why,
 /* ---- printing (miscfs-debug) --------------------------------------------- */
 
 void fmt_sb_print(const struct mfs_super *sb, FILE *out);
+void fmt_mmp_print(const struct mfs_super *sb, const struct mfs_mmp *m, FILE *out);
 void fmt_gdesc_print(uint32_t group, const struct mfs_group_desc *gd, FILE *out);
 void fmt_inode_print(uint32_t ino, const struct mfs_inode *inode, FILE *out);
 const char *fmt_ft_name(unsigned file_type);

@@ -60,7 +60,8 @@
 
 #define MFS_FEATURE_INCOMPAT_FILETYPE    0x0001u
 #define MFS_FEATURE_INCOMPAT_RECOVER     0x0002u  /* journal needs replay */
-#define MFS_FEATURE_INCOMPAT_SUPP        0x0003u
+#define MFS_FEATURE_INCOMPAT_MMP         0x0004u  /* multi-mount protection */
+#define MFS_FEATURE_INCOMPAT_SUPP        0x0007u
 
 #define MFS_FEATURE_RO_COMPAT_SPARSE_SUPER  0x0001u
 #define MFS_FEATURE_RO_COMPAT_LARGE_FILE    0x0002u
@@ -130,6 +131,7 @@
 #define MFS_CSUM_INDIRECT       6u   /* id: owning inode number */
 #define MFS_CSUM_XATTR          7u   /* id: block number */
 #define MFS_CSUM_REGION         8u   /* id: 0 */
+#define MFS_CSUM_MMP            9u   /* id: block number */
 
 /* ---- superblock (1024 bytes at byte 1024; backups in sparse groups) ------ */
 
@@ -175,7 +177,9 @@ struct mfs_super {
 	uint8_t  s_uuid[16];            /* 184 */
 	char     s_volume_name[MFS_LABEL_LEN];  /* 200 */
 	char     s_last_mounted[64];    /* 232 */
-	uint8_t  s_reserved[724];       /* 296: zero */
+	uint64_t s_mmp_block;           /* 296: the MMP block (INCOMPAT_MMP) */
+	uint16_t s_mmp_interval;        /* 304: seconds between its stamps */
+	uint8_t  s_reserved[714];       /* 306: zero */
 	uint32_t s_checksum;            /* 1020: seed 0 over bytes 0..1019 */
 };
 
@@ -276,6 +280,32 @@ struct mfs_region_entry {
 	uint32_t re_reserved;           /* 60 */
 };
 
+/* ---- multi-mount protection block (one block) ---------------------------- */
+
+/*
+ * The node that has the filesystem open stamps a new sequence number here
+ * every s_mmp_interval seconds; a second node that sees it change refuses
+ * to open the filesystem.  The checksum is in the block's last 4 bytes;
+ * the rest of the block after the fields is zero.
+ */
+#define MFS_MMP_MAGIC           0x504D4D4Du   /* bytes "MMMP" */
+#define MFS_MMP_SEQ_CLEAN       0xFF4D4D50u   /* no one has it open */
+#define MFS_MMP_SEQ_MAX         0xE24D4D4Fu   /* stamps are 1 .. this */
+#define MFS_MMP_INTERVAL_MAX    300u
+#define MFS_MMP_INTERVAL_DEFAULT 5u
+
+struct mfs_mmp {
+	uint32_t mmp_magic;             /*   0 */
+	uint32_t mmp_seq;               /*   4: stamp, or MFS_MMP_SEQ_CLEAN */
+	int64_t  mmp_time;              /*   8: of the last stamp, seconds */
+	char     mmp_nodename[64];      /*  16: uname's node name, NUL-padded */
+	char     mmp_program[32];       /*  80: "miscfs", "fsck.miscfs" */
+	uint32_t mmp_pid;               /* 112 */
+	uint16_t mmp_interval;          /* 116: the stamper's interval, seconds */
+	uint16_t mmp_reserved;          /* 118: zero */
+};
+
+_Static_assert(sizeof(struct mfs_mmp) == 120, "MMP block fields");
 _Static_assert(sizeof(struct mfs_super) == MFS_SB_SIZE, "superblock size");
 _Static_assert(offsetof(struct mfs_super, s_checksum) == 1020, "sb checksum");
 _Static_assert(sizeof(struct mfs_group_desc) == MFS_DESC_SIZE, "gdesc size");

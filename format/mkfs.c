@@ -37,6 +37,7 @@ struct mkfs_ctx {
 	uint64_t *jmap;            /* journal logical -> device block */
 	uint64_t jind;             /* journal indirect blocks */
 	uint64_t region_table;
+	uint64_t mmp_block;
 	uint64_t root_block, lf_block;
 	void *buf;                 /* one block */
 	bool reserve_failed;       /* opts->reserve said why */
@@ -154,7 +155,8 @@ static uint64_t data_blocks(const struct mfs_super *sb)
 /* What mkfs itself allocates besides the journal. */
 static uint32_t fixed_blocks(const struct fmt_mkfs_opts *o)
 {
-	return 2 + (o->nregions ? 1 : 0);   /* root, lost+found, region table */
+	/* root, lost+found, region table, MMP block */
+	return 2 + (o->nregions ? 1 : 0) + (o->mmp ? 1 : 0);
 }
 
 /* Decide the whole layout for a device of @device_bytes into @sb:
@@ -485,6 +487,20 @@ static int make_region_table(struct mkfs_ctx *c)
 	return write_block(c, c->region_table, c->buf);
 }
 
+/* ---- multi-mount protection ----------------------------------------------- */
+
+/* Released: the first mount claims it without waiting for a stamp. */
+static int make_mmp(struct mkfs_ctx *c)
+{
+	struct mfs_mmp m;
+
+	fmt_mmp_fill(&m, MFS_MMP_SEQ_CLEAN, "mkfs.miscfs", fmt_mmp_interval(&c->sb));
+	memset(c->buf, 0, c->bs);
+	memcpy(c->buf, &m, sizeof(m));
+	fmt_block_set_csum(&c->sb, MFS_CSUM_MMP, c->mmp_block, c->buf);
+	return write_block(c, c->mmp_block, c->buf);
+}
+
 /* ---- zeroing --------------------------------------------------------------- */
 
 #define ZERO_CHUNK (1u << 20)
@@ -670,7 +686,11 @@ static void fill_identity(struct mkfs_ctx *c)
 	sb->s_magic = htole32(MFS_MAGIC);
 	sb->s_rev_level = htole32(MFS_REV_LEVEL);
 	sb->s_feature_compat = htole32(compat);
-	sb->s_feature_incompat = htole32(MFS_FEATURE_INCOMPAT_FILETYPE);
+	sb->s_feature_incompat = htole32(MFS_FEATURE_INCOMPAT_FILETYPE |
+					 (c->o->mmp ? MFS_FEATURE_INCOMPAT_MMP : 0));
+	if (c->o->mmp)
+		sb->s_mmp_interval = htole16(c->o->mmp_interval ? c->o->mmp_interval :
+					     MFS_MMP_INTERVAL_DEFAULT);
 	sb->s_feature_ro_compat = htole32(MFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
 					  MFS_FEATURE_RO_COMPAT_LARGE_FILE |
 					  MFS_FEATURE_RO_COMPAT_METADATA_CSUM);
@@ -709,6 +729,11 @@ static int check_opts(const struct fmt_mkfs_opts *o)
 	if (o->journal_bytes && o->journal_bytes / bs < JNL_MIN_BLOCKS) {
 		mlog_err("a journal of %" PRIu64 " blocks is below the minimum of "
 			 "%u blocks", o->journal_bytes / bs, JNL_MIN_BLOCKS);
+		return -EINVAL;
+	}
+	if (o->mmp_interval > MFS_MMP_INTERVAL_MAX) {
+		mlog_err("an MMP interval of %u s is above the maximum of %u s",
+			 o->mmp_interval, MFS_MMP_INTERVAL_MAX);
 		return -EINVAL;
 	}
 	if (o->nregions > max) {
@@ -783,11 +808,14 @@ static int allocate_fixed(struct mkfs_ctx *c)
 	c->cursor = group_data_start(&c->sb, 0);
 	if (c->o->nregions)
 		err = alloc_block(c, &c->region_table);
+	if (!err && c->o->mmp)
+		err = alloc_block(c, &c->mmp_block);
 	if (!err)
 		err = alloc_block(c, &c->root_block);
 	if (!err)
 		err = alloc_block(c, &c->lf_block);
 	c->sb.s_region_table = htole64(c->region_table);
+	c->sb.s_mmp_block = htole64(c->mmp_block);
 	return err;
 }
 
@@ -799,6 +827,8 @@ static int mkfs_write(struct mkfs_ctx *c)
 		err = allocate_fixed(c);
 	if (!err && c->o->nregions)
 		err = make_region_table(c);
+	if (!err && c->o->mmp)
+		err = make_mmp(c);
 	if (!err)
 		err = make_root_and_lost_found(c);
 	if (!err)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 static void print_uuid(const uint8_t u[16], FILE *out)
 {
@@ -60,6 +61,26 @@ static void print_sb_geometry(const struct mfs_super *sb, FILE *out)
 	fprintf(out, "region table block: %" PRIu64 "\n", le64toh(sb->s_region_table));
 	fprintf(out, "regions start: %" PRIu64 "\n", le64toh(sb->s_regions_start));
 	fprintf(out, "device blocks: %" PRIu64 "\n", le64toh(sb->s_device_blocks));
+	if (le32toh(sb->s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP) {
+		fprintf(out, "mmp block: %" PRIu64 "\n", le64toh(sb->s_mmp_block));
+		fprintf(out, "mmp interval: %u\n", fmt_mmp_interval(sb));
+	}
+}
+
+void fmt_mmp_print(const struct mfs_super *sb, const struct mfs_mmp *m, FILE *out)
+{
+	uint32_t seq = le32toh(m->mmp_seq);
+	int64_t when = (int64_t)le64toh(m->mmp_time);
+	int64_t age = (int64_t)time(NULL) - when;
+
+	fprintf(out, "mmp block: %" PRIu64 "\n", le64toh(sb->s_mmp_block));
+	fprintf(out, "state: %s\n", seq == MFS_MMP_SEQ_CLEAN ? "clean" : "in use or not released");
+	fprintf(out, "sequence: 0x%08" PRIx32 "\n", seq);
+	fprintf(out, "program: %.*s\n", (int)sizeof(m->mmp_program), m->mmp_program);
+	fprintf(out, "pid: %" PRIu32 "\n", le32toh(m->mmp_pid));
+	fprintf(out, "node: %.*s\n", (int)sizeof(m->mmp_nodename), m->mmp_nodename);
+	fprintf(out, "stamped: %" PRId64 " (%" PRId64 " s ago)\n", when, age < 0 ? 0 : age);
+	fprintf(out, "interval: %u\n", le16toh(m->mmp_interval));
 }
 
 static void print_sb_times(const struct mfs_super *sb, FILE *out)

@@ -110,6 +110,23 @@ static int check_regions(const struct mfs_super *sb, char *why, size_t len)
 	return 0;
 }
 
+/* The MMP block is a block of the groups past the first superblock, and
+ * its interval one the stamper can keep. */
+static int check_mmp(const struct mfs_super *sb, char *why, size_t len)
+{
+	uint64_t blk = le64toh(sb->s_mmp_block);
+
+	if (!(le32toh(sb->s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP))
+		return 0;
+	if (blk <= le32toh(sb->s_first_data_block) || blk >= le64toh(sb->s_blocks_count))
+		return ut_corrupt(why, len, "superblock: MMP block %" PRIu64 " outside "
+			   "the filesystem", blk);
+	if (le16toh(sb->s_mmp_interval) > MFS_MMP_INTERVAL_MAX)
+		return ut_corrupt(why, len, "superblock: MMP interval of %u s (at most %u)",
+			   le16toh(sb->s_mmp_interval), MFS_MMP_INTERVAL_MAX);
+	return 0;
+}
+
 /* The journal is inode 8, at least the journal's minimum, and smaller than
  * the filesystem that holds it. */
 static int check_journal(const struct mfs_super *sb, char *why, size_t len)
@@ -155,7 +172,7 @@ static int check_counts(const struct mfs_super *sb, uint64_t device_bytes,
 		return ut_corrupt(why, len, "superblock: %" PRIu64 " blocks reserved for "
 			   "root, more than the %" PRIu64 " blocks of the filesystem",
 			   le64toh(sb->s_r_blocks_count), blocks);
-	if (check_regions(sb, why, len))
+	if (check_regions(sb, why, len) || check_mmp(sb, why, len))
 		return -EUCLEAN;
 	return check_journal(sb, why, len);
 }

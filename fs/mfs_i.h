@@ -95,6 +95,7 @@ struct mfs_fs {
 	atomic_bool rw_mounted;          /* the disk is ours to write: the
 	                                    journal runs, sb marked in use */
 	int jnl_errno;                   /* the journal had been aborted */
+	struct fmt_mmp *mmp;             /* stamping while mounted (INCOMPAT_MMP) */
 	atomic_bool error_on_disk;       /* MFS_STATE_ERRORS written */
 	atomic_bool recover_on_disk;     /* INCOMPAT_RECOVER written */
 	atomic_bool sb_torn;             /* the primary on the disk has a stale

@@ -542,12 +542,47 @@ static int set_flush_end(struct mfs_fs *fs)
 	return bdev_set_flush_end(fs->bd, le64toh(fs->sb.s_regions_start) * fs->bs);
 }
 
+/* Another node took the filesystem (the device is fenced already): no
+ * write of ours may follow, not even the error flag, which is its now. */
+static void mmp_lost(void *arg)
+{
+	struct mfs_fs *fs = arg;
+
+	atomic_store(&fs->had_error, true);
+	atomic_store(&fs->ro, true);
+	mlog_err("the filesystem is read-only from now on; unmount it");
+}
+
+/* Before the first write (the replay): on an image with multi-mount
+ * protection, make sure no other node has it.  A read-only mount writes
+ * nothing, claims nothing, and only says what the block says. */
+static int start_mmp(struct mfs_fs *fs)
+{
+	struct mfs_mmp m;
+	char why[160], who[160];
+
+	if (!(le32toh(fs->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP))
+		return 0;
+	if (!atomic_load(&fs->ro))
+		return fmt_mmp_start(fs->bd, &fs->sb, program_invocation_short_name,
+				     mmp_lost, fs, &fs->mmp);
+	if (fmt_mmp_read(fs->bd, &fs->sb, &m, why, sizeof(why)))
+		mlog_warn("%s", why);
+	else if (le32toh(m.mmp_seq) != MFS_MMP_SEQ_CLEAN) {
+		fmt_mmp_describe(&m, who, sizeof(who));
+		mlog_warn("read-only mount of a filesystem that may be in use by %s", who);
+	}
+	return 0;
+}
+
 static int mount_steps(struct mfs_fs *fs)
 {
 	int err = load_super(fs, false);
 
 	if (!err)
 		err = load_jmap(fs);
+	if (!err)
+		err = start_mmp(fs);
 	if (!err)
 		err = recover(fs);
 	if (!err)
@@ -578,6 +613,7 @@ static int mount_steps(struct mfs_fs *fs)
 
 static void fs_free(struct mfs_fs *fs)
 {
+	fmt_mmp_stop(fs->mmp);
 	mfs_mem_destroy(fs);
 	mfs_regions_unmap(fs);
 	if (fs->ihash)
@@ -661,6 +697,10 @@ int mfs_unmount(struct mfs_fs *fs)
 	mfs_icache_destroy(fs);
 	if (!err && atomic_load(&fs->rw_mounted))
 		err = sb_write(fs, sb_clean);
+	/* Last: the filesystem is released only once all of it is home. */
+	e = fmt_mmp_stop(fs->mmp);
+	fs->mmp = NULL;
+	err = err ? err : e;
 	fs_free(fs);
 	return err;
 }

@@ -395,7 +395,7 @@ static void fill_counts(struct fsck_ctx *c)
 static int run_passes(struct fsck_ctx *c)
 {
 	int (*const passes[])(struct fsck_ctx *) = {
-		fsck_pass0, fsck_orphans, fsck_pass1, fsck_pass1b, fsck_pass2,
+		fsck_pass0, fsck_orphans, fsck_pass1, fsck_pass1b, fsck_mmp_repair, fsck_pass2,
 		fsck_pass3, fsck_pass4, fsck_journal_rebuild, fsck_pass5,
 	};
 	int err = 0;
@@ -455,6 +455,8 @@ static int check(struct fsck_ctx *c)
 	}
 	err = alloc_state(c);
 	if (!err)
+		err = fsck_mmp_start(c);
+	if (!err)
 		err = fsck_journal(c);
 	if (!err && !c->stop)
 		err = run_passes(c);
@@ -482,6 +484,8 @@ int fsck_run(struct bdev *bd, const struct fsck_opts *opts, struct fsck_result *
 	}
 	if (c.stop && res->preen_halted)
 		res->exit |= FSCK_EXIT_UNCORRECTED;
+	if (fsck_mmp_stop(&c))
+		res->exit |= FSCK_EXIT_OPERATIONAL;
 	free_state(&c);
 	return res->exit;
 }

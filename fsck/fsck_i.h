@@ -81,6 +81,8 @@ struct fsck_ctx {
 	bool sb_torn;                /* the primary, only its checksum stale */
 	bool sb_dirty, backups_dirty;
 	bool was_valid;              /* cleanly unmounted: its counts are exact */
+	struct fmt_mmp *mmp;         /* stamping while a repairing check runs */
+	bool mmp_bad;                /* the MMP block is rewritten at the end */
 	uint32_t bs, ngroups, ipg, bpg, fdb, ninodes;
 	uint64_t nblocks;
 	struct mfs_group_desc *gdt;  /* the primary table (s_gdt_blocks) */
@@ -256,6 +258,10 @@ int fsck_dblist_add(struct fsck_ctx *c, uint32_t ino, uint64_t lblk, uint64_t pb
 int fsck_load_super(struct fsck_ctx *c);
 int fsck_journal(struct fsck_ctx *c);
 int fsck_pass0(struct fsck_ctx *c);
+/* mmp.c: claim before the first write, repair after pass 1b, release. */
+int fsck_mmp_start(struct fsck_ctx *c);
+int fsck_mmp_repair(struct fsck_ctx *c);
+int fsck_mmp_stop(struct fsck_ctx *c);
 int fsck_regions(struct fsck_ctx *c);
 int fsck_orphans(struct fsck_ctx *c);
 int fsck_pass1(struct fsck_ctx *c);

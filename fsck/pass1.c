@@ -446,6 +446,9 @@ static void claim_meta(struct fsck_ctx *c)
 	}
 	if (le32toh(c->sb.s_region_count) && fsck_block_ok(c, rt))
 		claim(c, rt);
+	if ((le32toh(c->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP) &&
+	    fsck_block_ok(c, le64toh(c->sb.s_mmp_block)))
+		claim(c, le64toh(c->sb.s_mmp_block));
 }
 
 static int scan_piece(struct fsck_ctx *c, const struct piece *p, const uint8_t *table)

@@ -186,9 +186,13 @@ int fsck_pass1b(struct fsck_ctx *c)
 	table = bdev_alloc_buf((size_t)fmt_itable_blocks(&c->sb) * c->bs);
 	if (!s.seen || !table)
 		err = -ENOMEM;
-	/* The region table is no inode's: every inode on it gets a copy. */
+	/* The region table and the MMP block are no inode's: every inode on
+	 * them gets a copy. */
 	if (!err && le32toh(c->sb.s_region_count) && rt < c->nblocks)
 		bit_set(s.seen, rt);
+	if (!err && (le32toh(c->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP) &&
+	    le64toh(c->sb.s_mmp_block) < c->nblocks)
+		bit_set(s.seen, le64toh(c->sb.s_mmp_block));
 	for (uint32_t g = 0; g < c->ngroups && !err && !c->stop; g++) {
 		err = scan_group(c, g, table, &s);
 		fsck_progress(c, g + 1, c->ngroups);

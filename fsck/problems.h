@@ -186,3 +186,8 @@ FSCK_PROBLEM(SB_FREE_BLOCKS, 5, P_PREEN, "Fix",
 	"superblock: %N free blocks recorded, %M counted")
 FSCK_PROBLEM(SB_FREE_INODES, 5, P_PREEN, "Fix",
 	"superblock: %N free inodes recorded, %M counted")
+
+/* ---- multi-mount protection (before pass 0; repaired after pass 1b) ---- */
+FSCK_PROBLEM(MMP_BAD, 0, P_PREEN, "Rewrite it released",
+	"the MMP block %b is damaged (%s); the check goes on without claiming "
+	"the filesystem")

@@ -37,6 +37,8 @@ static const char usage_text[] =
 "  ls PATH|N      the directory at PATH (from /) or with inode number N\n"
 "  regions        the reserved-region table\n"
 "  journal        the journal superblock\n"
+"  mmp            the multi-mount protection block: who has the image\n"
+"                 open and when it last stamped it\n"
 "  verify         check every checksum of every structure in use\n"
 "\n"
 "Exit status: 0 fine, 1 a damaged structure (named on stderr), 2 usage\n"
@@ -380,6 +382,22 @@ static int cmd_super(struct dbg *d)
 	return 0;
 }
 
+static int cmd_mmp(struct dbg *d)
+{
+	struct mfs_mmp m;
+	int err;
+
+	if (!(le32toh(d->raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP)) {
+		fprintf(d->out, "mmp: off\n");
+		return 0;
+	}
+	err = fmt_mmp_read(d->raw.bd, &d->raw.sb, &m, d->raw.why, sizeof(d->raw.why));
+	if (err)
+		return status_of(d, err);
+	fmt_mmp_print(&d->raw.sb, &m, d->out);
+	return 0;
+}
+
 /* ---- verify -------------------------------------------------------------- */
 
 struct tally {
@@ -511,6 +529,8 @@ static int cmd_verify(struct dbg *d)
 		d->problems++;
 	if (cmd_journal(d))
 		d->problems++;
+	if (cmd_mmp(d))
+		d->problems++;
 	fclose(d->out);
 	d->out = stdout;
 	printf("groups: %" PRIu32 "\ninodes: %lu\ndirectory blocks: %lu\n"
@@ -539,6 +559,8 @@ static int run_command(struct dbg *d, const char *cmd, const char *arg)
 		return cmd_journal(d);
 	if (!strcmp(cmd, "verify"))
 		return cmd_verify(d);
+	if (!strcmp(cmd, "mmp"))
+		return cmd_mmp(d);
 	mlog_err("unknown command '%s'; see miscfs-debug -h", cmd);
 	return EXIT_USAGE;
 }

@@ -37,9 +37,14 @@ static const char usage_text[] =
 "                 NAME is 1-31 characters of [A-Za-z0-9._-], not . or ..\n"
 "  -o OPTS        defaults stored for the mount, comma-separated:\n"
 "                 data=ordered|journal|writeback, errors=continue|remount-ro\n"
+"  -O FEATURES    features on (NAME) or off (^NAME), comma-separated:\n"
+"                 mmp: multi-mount protection, on by default for an NBD\n"
+"                 export, off for files and devices\n"
 "  -E OPTS        extended options, comma-separated:\n"
 "                 lazy_journal_init[=0|1]: leave the journal sparse in an\n"
 "                 image file (by default it is allocated on the host)\n"
+"                 mmp_update_interval=SECONDS: how often the MMP block is\n"
+"                 stamped (1-300, default 5); mounts wait 2x this + 1 s\n"
 "  -F             force: overwrite an existing filesystem\n"
 "  -q             quiet\n"
 "  -h             this help\n"
@@ -53,6 +58,7 @@ struct mkfs_args {
 	uint64_t size;          /* 0: use the target's size */
 	bool force, quiet;
 	bool lazy_journal;      /* -E lazy_journal_init: no journal allocation */
+	int mmp;                /* -O mmp: 1, -O ^mmp: 0, neither: -1 */
 	int fd;                 /* the target, while mkfs runs */
 };
 
@@ -136,6 +142,36 @@ static int parse_defaults(const char *arg, struct fmt_mkfs_opts *o)
 	return err;
 }
 
+static int parse_mmp_interval(const char *v, struct mkfs_args *a)
+{
+	uint64_t s;
+
+	if (ut_parse_size(v, &s) || s < 1 || s > MFS_MMP_INTERVAL_MAX)
+		return tool_fail("-E mmp_update_interval=%s: not a number of seconds "
+				 "from 1 to %u", v, MFS_MMP_INTERVAL_MAX);
+	a->o.mmp_interval = (uint16_t)s;
+	return 0;
+}
+
+/* -O: features, named as mke2fs names them. */
+static int parse_features(const char *arg, struct mkfs_args *a)
+{
+	char *copy = strdup(arg), *save = NULL;
+	int err = copy ? 0 : -ENOMEM;
+
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !err;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "mmp"))
+			a->mmp = 1;
+		else if (!strcmp(t, "^mmp"))
+			a->mmp = 0;
+		else
+			err = tool_fail("-O %s: unknown feature (mmp, ^mmp)", t);
+	}
+	free(copy);
+	return err;
+}
+
 /* -E: extended options; lazy_journal_init is named as mke2fs names it. */
 static int parse_extended(const char *arg, struct mkfs_args *a)
 {
@@ -148,8 +184,11 @@ static int parse_extended(const char *arg, struct mkfs_args *a)
 			a->lazy_journal = true;
 		else if (!strcmp(t, "lazy_journal_init=0"))
 			a->lazy_journal = false;
+		else if (!strncmp(t, "mmp_update_interval=", 20))
+			err = parse_mmp_interval(t + 20, a);
 		else
-			err = tool_fail("-E %s: unknown (lazy_journal_init[=0|1])", t);
+			err = tool_fail("-E %s: unknown (lazy_journal_init[=0|1], "
+					"mmp_update_interval=SECONDS)", t);
 	}
 	free(copy);
 	return err;
@@ -194,6 +233,8 @@ static int parse_opt(int c, const char *arg, struct mkfs_args *a)
 		return parse_defaults(arg, &a->o);
 	case 'E':
 		return parse_extended(arg, a);
+	case 'O':
+		return parse_features(arg, a);
 	case 'F': a->force = true; return 0;
 	case 'q': a->quiet = true; return 0;
 	}
@@ -204,7 +245,7 @@ static int parse_args(int argc, char **argv, struct mkfs_args *a)
 {
 	int c, err;
 
-	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:o:E:Fqh?V")) != -1) {
+	while ((c = getopt(argc, argv, "b:N:i:L:U:J:R:o:E:O:Fqh?V")) != -1) {
 		if (c == 'h' || c == '?') {
 			fputs(usage_text, c == 'h' ? stdout : stderr);
 			exit(c == 'h' ? 0 : 1);
@@ -472,6 +513,11 @@ static int run(struct mkfs_args *a)
 	if (bo.block_size != 1024 && bo.block_size != 2048 && bo.block_size != 4096)
 		return tool_fail("block size %" PRIu32 " is not supported (use 1024, "
 				 "2048 or 4096)", bo.block_size);
+	/* An export is what other hosts reach too: protected unless told. */
+	a->o.mmp = a->mmp < 0 ? bdev_is_remote(a->image) : a->mmp;
+	if (a->o.mmp_interval && !a->o.mmp)
+		return tool_fail("-E mmp_update_interval needs multi-mount protection "
+				 "(-O mmp)");
 	if (bdev_is_remote(a->image))
 		return run_remote(a, &bo);
 	fd = open_target(a, &is_file);
@@ -493,7 +539,7 @@ static int run(struct mkfs_args *a)
 
 int main(int argc, char **argv)
 {
-	struct mkfs_args a = { 0 };
+	struct mkfs_args a = { .mmp = -1 };
 
 	mlog_set_ident("mkfs.miscfs");
 	if (parse_args(argc, argv, &a))

@@ -18,12 +18,12 @@
 
 /* Kinds and ids, from the table in FORMAT.md "Conventions". */
 enum { GDESC = 1, BBITMAP = 2, IBITMAP = 3, INODE = 4, DIR = 5, INDIRECT = 6,
-       XATTR = 7, REGION = 8 };
+       XATTR = 7, REGION = 8, MMP = 9 };
 
 static const uint8_t *img;
 static uint32_t bs, groups, ipg, fdb, bpg;
 static uint64_t seed;
-static unsigned long checked[9], sb_copies;
+static unsigned long checked[10], sb_copies;
 
 static uint32_t rd32(const uint8_t *p, size_t off)
 {
@@ -199,6 +199,9 @@ static void check_image(void)
 	check_journal_super();
 	if (rd32(img + 1024, 108))
 		check_block("region table", REGION, 0, rd64(img + 1024, 112));
+	/* INCOMPAT_MMP (0x4): the MMP block's id is its block number. */
+	if (rd32(img + 1024, 12) & 0x4)
+		check_block("MMP block", MMP, rd64(img + 1024, 296), rd64(img + 1024, 296));
 }
 
 static void run(uint32_t block_size, uint64_t bytes)
@@ -208,6 +211,7 @@ static void run(uint32_t block_size, uint64_t bytes)
 				   .journal_bytes = 1100ull * block_size };
 	struct bdev *bd;
 
+	o.mmp = true;
 	strcpy(o.regions[0].name, "r");
 	o.regions[0].bytes = 64 << 10;
 	o.nregions = 1;
@@ -218,14 +222,15 @@ static void run(uint32_t block_size, uint64_t bytes)
 	sb_copies = 0;
 	check_image();
 	t_assert(groups >= 2 && sb_copies >= 2, "a backup superblock was checked");
-	t_assert(checked[INODE] >= 3 && checked[INDIRECT] >= 3 && checked[REGION] == 1,
-		 "inodes %lu, indirect %lu, region tables %lu", checked[INODE],
-		 checked[INDIRECT], checked[REGION]);
+	t_assert(checked[INODE] >= 3 && checked[INDIRECT] >= 3 && checked[REGION] == 1 &&
+		 checked[MMP] == 1, "inodes %lu, indirect %lu, region tables %lu, MMP "
+		 "blocks %lu", checked[INODE], checked[INDIRECT], checked[REGION],
+		 checked[MMP]);
 	printf("ok: %u-byte blocks: %lu superblocks, %lu descriptors, %lu+%lu bitmaps, "
-	       "%lu inodes, %lu directory, %lu indirect, %lu region blocks, journal "
-	       "superblock\n", bs, sb_copies, checked[GDESC], checked[BBITMAP],
+	       "%lu inodes, %lu directory, %lu indirect, %lu region, %lu MMP blocks, "
+	       "journal superblock\n", bs, sb_copies, checked[GDESC], checked[BBITMAP],
 	       checked[IBITMAP], checked[INODE], checked[DIR], checked[INDIRECT],
-	       checked[REGION]);
+	       checked[REGION], checked[MMP]);
 	bdev_close(bd);
 }
 
@@ -238,6 +243,7 @@ static void test_kinds(void)
 	static const struct { unsigned ours, doc; } kinds[] = {
 		{ MFS_CSUM_DIR, DIR }, { MFS_CSUM_INDIRECT, INDIRECT },
 		{ MFS_CSUM_XATTR, XATTR }, { MFS_CSUM_REGION, REGION },
+		{ MFS_CSUM_MMP, MMP },
 	};
 	struct mfs_super sb = { .s_log_block_size = 0, .s_csum_seed = htole64(0xfeedf00d) };
 	static uint8_t blk[1024];
@@ -250,7 +256,7 @@ static void test_kinds(void)
 		expect("block of kind", kinds[i].doc,
 		       fmt_block_csum(&sb, kinds[i].ours, 4711, blk),
 		       doc_csum(kinds[i].doc, 4711, blk, bs - 4));
-	printf("ok: directory, indirect, xattr and region-table kinds\n");
+	printf("ok: directory, indirect, xattr, region-table and MMP kinds\n");
 }
 
 /* Every checksum of a fresh image of 1 KiB blocks, then of 4 KiB blocks. */

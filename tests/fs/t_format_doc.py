@@ -152,6 +152,19 @@ def check_regions(data, tables, bs, sb, text):
         expect("region %d" % i, want, line)
 
 
+def check_mmp(data, tables, bs, sb, d, m):
+    expect("s_mmp_block", sb.int("s_mmp_block"), d["mmp block"])
+    expect("s_mmp_interval", sb.int("s_mmp_interval"), d["mmp interval"])
+    b = Struct(data, sb.int("s_mmp_block") * bs, tables["Multi-mount protection"], "MMP block")
+    expect("mmp_magic", b.raw("mmp_magic"), b"MMMP")
+    expect("mmp_seq", "0x%08x" % b.int("mmp_seq"), m["sequence"])
+    expect("mmp_time", b.int("mmp_time"), m["stamped"].split(" ")[0])
+    expect("mmp_nodename", b.raw("mmp_nodename").rstrip(b"\0").decode(), m["node"])
+    expect("mmp_program", b.raw("mmp_program").rstrip(b"\0").decode(), m["program"])
+    expect("mmp_pid", b.int("mmp_pid"), m["pid"])
+    expect("mmp_interval", b.int("mmp_interval"), m["interval"])
+
+
 def check_journal(data, tables, bs, d):
     j = Struct(data, int(d["journal superblock block"]) * bs,
                tables["Journal superblock (first 512 bytes of journal block 0)"],
@@ -171,7 +184,8 @@ def main():
         img = os.path.join(tmp, "img")
         for bs in (1024, 4096):
             subprocess.run([MKFS, "-q", "-F", "-b", str(bs), "-L", "doc", "-R", "r1:64K",
-                            "-R", "r2:5000", img, "48M"], check=True)
+                            "-R", "r2:5000", "-O", "mmp", "-E", "mmp_update_interval=7",
+                            img, "48M"], check=True)
             data = open(img, "rb").read()
             d = keys(debug(img, "super"))
             sb = Struct(data, 1024, tables["Superblock (1024 bytes)"], "superblock")
@@ -184,6 +198,7 @@ def main():
             check_dir(data, tables, bs, root[0], debug(img, "ls", "/"))
             check_regions(data, tables, bs, sb, debug(img, "regions"))
             check_journal(data, tables, bs, keys(debug(img, "journal")))
+            check_mmp(data, tables, bs, sb, d, keys(debug(img, "mmp")))
             print("ok: %d-byte blocks match docs/FORMAT.md" % bs)
 
 

@@ -29,7 +29,7 @@ refuse "is below the minimum" -b 4096 -J 1M "$img" 64M
 refuse "too many inodes: 4294967295 asked for (-N), at most 32768 fit" -N 4294967295 "$img" 64M
 refuse "too many inodes: 65536 asked for (by bytes per inode)" -i 1024 "$img" 64M
 refuse "larger than a file can be at 1024-byte blocks" -b 1024 -J 20G "$img" 64M
-refuse "-E lazy: unknown (lazy_journal_init[=0|1])" -E lazy "$img" 64M
+refuse "-E lazy: unknown (lazy_journal_init[=0|1], mmp_update_interval=SECONDS)" -E lazy "$img" 64M
 refuse "does not exist; give a SIZE" "$T_DIR/none"
 refuse "expected IMAGE [SIZE]"
 

@@ -30,15 +30,16 @@ stop() {
 }
 trap 'stop; t_cleanup' EXIT
 
+# $mount_wait: the seconds a mount may take (multi-mount protection waits).
 start() {
 	"$MISCFS" "$img" "$mnt" -f "$@" 2>"$T_DIR/daemon.err" &
 	daemon=$!
-	for _ in $(seq 500); do
+	for _ in $(seq $((${mount_wait:-10} * 50))); do
 		mounted && return 0
 		daemon_gone && { cat "$T_DIR/daemon.err"; fail "the daemon exited"; }
 		sleep 0.02
 	done
-	fail "not mounted after 10 s"
+	fail "not mounted after ${mount_wait:-10} s"
 }
 
 # An unclean stop: the daemon killed with SIGKILL, its mount detached.

@@ -21,39 +21,13 @@ source "$(dirname "$0")/mount.sh"
 : "${FSCK:?FSCK must name fsck.miscfs}"
 : "${REPLAY:?REPLAY must name miscfs-replay}"
 : "${MFSX:?MFSX must name mfsx}"
-command -v nbdkit >/dev/null || skip "nbdkit is not installed"
-
-nbdkit_pid=
-# serve NAME PLUGIN ARGS...: nbdkit on $T_DIR/NAME.sock; $uri names it.
-# Without -f nbdkit returns once it listens (its socket file alone may
-# not be listening yet); its daemon writes its pid.
-serve() {
-	local sock=$T_DIR/$1.sock
-	shift
-	rm -f "$sock" "$T_DIR/nbdkit.pid"
-	nbdkit -U "$sock" -P "$T_DIR/nbdkit.pid" "$@" 2>>"$T_DIR/nbdkit.err" ||
-		{ cat "$T_DIR/nbdkit.err" >&2; fail "nbdkit $*"; }
-	# The daemon writes it, maybe after its parent has returned.
-	for _ in $(seq 500); do
-		nbdkit_pid=$(cat "$T_DIR/nbdkit.pid" 2>/dev/null) && [ -n "$nbdkit_pid" ] && break
-		sleep 0.01
-	done
-	[ -n "$nbdkit_pid" ] || fail "nbdkit wrote no pid"
-	uri="nbd+unix:///?socket=$sock"
-}
-unserve() {
-	[ -n "$nbdkit_pid" ] || return 0
-	kill -9 "$nbdkit_pid" 2>/dev/null
-	for _ in $(seq 500); do
-		kill -0 "$nbdkit_pid" 2>/dev/null || break
-		sleep 0.01
-	done
-	nbdkit_pid=
-}
+source "$(dirname "$0")/nbd.sh"
 trap 'stop; unserve; t_cleanup' EXIT
 
 serve mem memory 256M
-if ! "$MKFS" -q "$uri" 2>"$T_DIR/mkfs.err"; then
+# Multi-mount protection (on for an export) stamps every second, so that a
+# mount waits 3 s for another node's stamp instead of 11.
+if ! "$MKFS" -q -E mmp_update_interval=1 "$uri" 2>"$T_DIR/mkfs.err"; then
 	grep -q "no NBD support" "$T_DIR/mkfs.err" && skip "built without libnbd"
 	cat "$T_DIR/mkfs.err" >&2
 	fail "mkfs.miscfs $uri"
@@ -129,7 +103,9 @@ mkdir "$mnt/kept"
 for i in $(seq 20); do
 	head -c 50000 /dev/urandom >"$mnt/kept/k$i"
 done
-sync
+# fsync each (sync(2) and syncfs(2) reach no FUSE daemon but virtiofs's):
+# the commits make the directory and every file durable.
+sync "$mnt"/kept/k* "$mnt/kept" || fail "fsync of the kept files"
 ( cd "$mnt/kept" && md5sum k* ) >"$T_DIR/kept.md5"
 # A writer that keeps going until the server is gone.
 python3 - "$mnt" >"$T_DIR/writer.out" 2>&1 <<'EOF' &
