@@ -422,7 +422,6 @@ void fmt_mmp_describe(const struct mfs_mmp *m, char *buf, size_t len);
 struct fmt_mmp;
 int fmt_mmp_start(struct bdev *bd, const struct mfs_super *sb, const char *program,
 		  void (*on_lost)(void *arg), void *arg, struct fmt_mmp **out);
-bool fmt_mmp_lost(struct fmt_mmp *mp);
 /* Stop stamping and write CLEAN (unless lost); NULL is a no-op. */
 int fmt_mmp_stop(struct fmt_mmp *mp);
 

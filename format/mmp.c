@@ -312,16 +312,6 @@ int fmt_mmp_start(struct bdev *bd, const struct mfs_super *sb, const char *progr
 	return 0;
 }
 
-bool fmt_mmp_lost(struct fmt_mmp *mp)
-{
-	bool lost;
-
-	pthread_mutex_lock(&mp->lock);
-	lost = mp->lost;
-	pthread_mutex_unlock(&mp->lock);
-	return lost;
-}
-
 int fmt_mmp_stop(struct fmt_mmp *mp)
 {
 	struct mfs_mmp m;
