@@ -42,11 +42,13 @@ git -C "$SOURCE_ROOT" ls-files -z --cached --others --exclude-standard |
 (cd "$src" && dpkg-buildpackage -us -uc -b) >"$T_DIR/build.log" 2>&1 ||
 	{ tail -n 40 "$T_DIR/build.log"; fail "dpkg-buildpackage"; }
 [ -f "$deb" ] || fail "no $deb: $(ls "$T_DIR")"
+echo "built: $(basename "$deb"), $(stat -c %s "$deb") bytes"
 
 # Lintian: no error (warnings and notes are printed, not fatal).
 lintian --tag-display-limit 0 "$deb" >"$T_DIR/lintian.log" 2>&1
 cat "$T_DIR/lintian.log"
 grep -q '^E:' "$T_DIR/lintian.log" && fail "lintian reports errors"
+echo "lintian: $(grep -c '^E:' "$T_DIR/lintian.log") errors, $(grep -c '^W:' "$T_DIR/lintian.log") warnings"
 
 dpkg -i "$deb" >"$T_OUT" 2>&1 || { cat "$T_OUT"; fail "dpkg -i"; }
 installed=1
@@ -59,6 +61,8 @@ for f in /usr/bin/miscfs /usr/bin/mkfs.miscfs /usr/bin/fsck.miscfs \
 	grep -qx "$f" "$T_DIR/files" || fail "the package has no $f"
 done
 [ "$(miscfs --version)" = "miscfs ${version%%-*}" ] || fail "miscfs --version: $(miscfs --version)"
+echo "installed: $(grep -c . "$T_DIR/files") paths; $(grep -c '^/usr/bin/' "$T_DIR/files") programs:" \
+	$(grep '^/usr/bin/' "$T_DIR/files" | sed 's|.*/||')
 
 # The installed tools, found as an installation finds them: mkfs(8) and
 # fsck(8) by type, the daemon by mount(8) through mount.fuse3, with the
@@ -66,12 +70,14 @@ done
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin mkfs -t miscfs -q "$img" 32M >"$T_OUT" 2>&1 ||
 	{ cat "$T_OUT"; fail "mkfs -t miscfs"; }
 expect_status 0 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin fsck -t miscfs -n "$img"
+echo "ok: mkfs -t miscfs and fsck -t miscfs -n ran the installed tools"
 mkdir "$mnt"
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin mount -t fuse.miscfs "$img" "$mnt" >"$T_OUT" 2>&1 ||
 	{ cat "$T_OUT"; fail "mount -t fuse.miscfs"; }
 echo hello >"$mnt/f" || fail "write"
 umount "$mnt" || fail "umount"
 image_free "$img"
+echo "ok: mount -t fuse.miscfs, a file written, umount"
 
 # An fstab line (in a file of the test's own: mount -T).
 echo "$img $mnt fuse.miscfs defaults,commit=1 0 0" >"$T_DIR/fstab"
@@ -81,6 +87,7 @@ env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin mount -T "$T_DIR/fstab" "$mnt" >"$T_OU
 umount "$mnt" || fail "umount (fstab)"
 image_free "$img"
 expect_status 0 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin fsck -t fuse.miscfs -n "$img"
+echo "ok: an fstab line mounted it, the file read back; fsck -t fuse.miscfs -n clean"
 
 # Removed, every file of it gone.
 dpkg -P miscfs >"$T_OUT" 2>&1 || { cat "$T_OUT"; fail "dpkg -P"; }
@@ -89,4 +96,5 @@ while read -r f; do
 	[ -d "$f" ] && continue
 	[ -e "$f" ] && fail "$f is left after dpkg -P"
 done <"$T_DIR/files"
+echo "ok: dpkg -P left none of its files"
 echo "miscfs_${version}_$arch.deb: built, lintian clean of errors, installed, used, removed"
