@@ -52,7 +52,8 @@
 #              cold caches (fio)                                IOPS
 #   randwrite  4 KiB random writes, fsync after each, $FIO_TIME s
 #              (fio --fsync=1)                                  IOPS
-#   smallfiles $NFILES files of 4 KiB, 1000 a directory, syncfs
+#   smallfiles $NFILES files of 4 KiB, 1000 a directory, syncfs and
+#              an fsync of each directory (syncfs reaches no FUSE daemon)
 #              included (fsops create)                         files/s
 #   tar        extract a tarball of /usr/include, then sync -f   s
 #   finddu     cold caches, find | wc -l and du -s of that tree  s
@@ -66,7 +67,7 @@
 #   rss        the daemon's peak RSS (VmHWM) in the round        MiB
 # With SCALE=1 (long), each on an image of its own, sized for it:
 #   create10k, create100k, create1m   empty files, 1000 a directory,
-#                                     syncfs included         files/s
+#                                     syncfs and fsyncs included files/s
 #   seq256m, seq1g, seq4g             sequential write          MB/s
 #
 # Environment: FS, WORKLOADS, ROUNDS (5), WORK (/var/tmp/miscfs-bench),
