@@ -22,6 +22,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -525,6 +527,24 @@ static bool keep_stuck(struct mfs_fs *fs, struct mfs_node *n, bool orphan, bool 
 	return true;
 }
 
+/*
+ * The nodes the kernel forgets in a batch (a dentry prune, drop_caches)
+ * free thousands of small blocks spread over the heaps of every worker
+ * thread; the allocator keeps them for reuse, so the daemon's memory would
+ * never fall back.  Every TRIM_EVERY frees the free pages go back to the
+ * system (a walk of the heaps: a few milliseconds, once per thousands of
+ * evictions).  The count is the process's, as the allocator is.
+ */
+#define TRIM_EVERY 4096u
+
+static void freed_one(void)
+{
+	static atomic_uint freed;
+
+	if (atomic_fetch_add(&freed, 1) % TRIM_EVERY == TRIM_EVERY - 1)
+		malloc_trim(0);
+}
+
 static void evict_and_free(struct mfs_node *n, bool final)
 {
 	struct mfs_fs *fs = n->fs;
@@ -545,6 +565,7 @@ static void evict_and_free(struct mfs_node *n, bool final)
 	pthread_cond_broadcast(&fs->icache_cond);
 	pthread_mutex_unlock(&fs->icache_lock);
 	node_free(n);
+	freed_one();
 }
 
 /*
