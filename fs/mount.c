@@ -613,7 +613,6 @@ static int mount_steps(struct mfs_fs *fs)
 
 static void fs_free(struct mfs_fs *fs)
 {
-	fmt_mmp_stop(fs->mmp);
 	mfs_mem_destroy(fs);
 	mfs_regions_unmap(fs);
 	if (fs->ihash)
@@ -629,6 +628,8 @@ static void fs_free(struct mfs_fs *fs)
 	free(fs->groups);
 	free(fs->jmap);
 	free(fs->pend);
+	/* A mount that failed releases its claim last (its thread uses fs). */
+	fmt_mmp_stop(fs->mmp);
 	free(fs);
 }
 
