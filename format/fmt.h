@@ -395,6 +395,10 @@ int fmt_mkfs(struct bdev *bd, const struct fmt_mkfs_opts *opts);
 
 /* ---- multi-mount protection (mmp.c) ------------------------------------- */
 
+static inline bool fmt_has_mmp(const struct mfs_super *sb)
+{
+	return le32toh(sb->s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP;
+}
 /* The seconds between stamps: s_mmp_interval, or the default for 0. */
 uint16_t fmt_mmp_interval(const struct mfs_super *sb);
 /* The MMP block's fields; -EUCLEAN (bad magic or checksum) or the read's
@@ -406,6 +410,8 @@ void fmt_mmp_fill(struct mfs_mmp *m, uint32_t seq, const char *program,
 		  uint16_t interval);
 /* Write the block with its checksum, then flush the device. */
 int fmt_mmp_write(struct bdev *bd, const struct mfs_super *sb, const struct mfs_mmp *m);
+/* Write it CLEAN (no one has the filesystem), by @program. */
+int fmt_mmp_release(struct bdev *bd, const struct mfs_super *sb, const char *program);
 /* "PROGRAM (pid N) on node NODE, stamped S s ago" */
 void fmt_mmp_describe(const struct mfs_mmp *m, char *buf, size_t len);
 

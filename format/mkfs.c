@@ -492,13 +492,7 @@ static int make_region_table(struct mkfs_ctx *c)
 /* Released: the first mount claims it without waiting for a stamp. */
 static int make_mmp(struct mkfs_ctx *c)
 {
-	struct mfs_mmp m;
-
-	fmt_mmp_fill(&m, MFS_MMP_SEQ_CLEAN, "mkfs.miscfs", fmt_mmp_interval(&c->sb));
-	memset(c->buf, 0, c->bs);
-	memcpy(c->buf, &m, sizeof(m));
-	fmt_block_set_csum(&c->sb, MFS_CSUM_MMP, c->mmp_block, c->buf);
-	return write_block(c, c->mmp_block, c->buf);
+	return fmt_mmp_release(c->bd, &c->sb, "mkfs.miscfs");
 }
 
 /* ---- zeroing --------------------------------------------------------------- */

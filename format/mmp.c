@@ -38,8 +38,7 @@
 
 struct fmt_mmp {
 	struct bdev *bd;
-	struct mfs_super sb_copy;         /* the caller's may change */
-	const struct mfs_super *sb;      /* = &sb_copy */
+	struct mfs_super sb;             /* a copy: the caller's may change */
 	char program[32];
 	uint32_t seq;                   /* the last stamp written */
 	pthread_t thread;
@@ -121,6 +120,14 @@ int fmt_mmp_write(struct bdev *bd, const struct mfs_super *sb, const struct mfs_
 	return err;
 }
 
+int fmt_mmp_release(struct bdev *bd, const struct mfs_super *sb, const char *program)
+{
+	struct mfs_mmp m;
+
+	fmt_mmp_fill(&m, MFS_MMP_SEQ_CLEAN, program, fmt_mmp_interval(sb));
+	return fmt_mmp_write(bd, sb, &m);
+}
+
 void fmt_mmp_describe(const struct mfs_mmp *m, char *buf, size_t len)
 {
 	int64_t age = (int64_t)time(NULL) - (int64_t)le64toh(m->mmp_time);
@@ -158,7 +165,7 @@ static int reread(struct fmt_mmp *mp, uint32_t expect, const char *when)
 {
 	struct mfs_mmp m;
 	char why[160], who[160];
-	int err = fmt_mmp_read(mp->bd, mp->sb, &m, why, sizeof(why));
+	int err = fmt_mmp_read(mp->bd, &mp->sb, &m, why, sizeof(why));
 
 	if (err) {
 		mlog_err("%s", why);
@@ -178,14 +185,14 @@ static int claim(struct fmt_mmp *mp)
 	char why[160], who[160];
 	unsigned int wait;
 	uint32_t seq;
-	int err = fmt_mmp_read(mp->bd, mp->sb, &m, why, sizeof(why));
+	int err = fmt_mmp_read(mp->bd, &mp->sb, &m, why, sizeof(why));
 
 	if (err) {
 		mlog_err("%s%s", why, err == -EUCLEAN ? "; run fsck.miscfs" : "");
 		return err;
 	}
 	seq = le32toh(m.mmp_seq);
-	wait = 2u * UT_MAX(fmt_mmp_interval(mp->sb), le16toh(m.mmp_interval)) + 1;
+	wait = 2u * UT_MAX(fmt_mmp_interval(&mp->sb), le16toh(m.mmp_interval)) + 1;
 	if (seq != MFS_MMP_SEQ_CLEAN) {
 		fmt_mmp_describe(&m, who, sizeof(who));
 		mlog_warn("the MMP block says %s and was not released: waiting %u s "
@@ -196,8 +203,8 @@ static int claim(struct fmt_mmp *mp)
 			return err;
 	}
 	mp->seq = random_seq();
-	fmt_mmp_fill(&m, mp->seq, mp->program, fmt_mmp_interval(mp->sb));
-	err = fmt_mmp_write(mp->bd, mp->sb, &m);
+	fmt_mmp_fill(&m, mp->seq, mp->program, fmt_mmp_interval(&mp->sb));
+	err = fmt_mmp_write(mp->bd, &mp->sb, &m);
 	if (err) {
 		mlog_err("cannot write the MMP block: %s", strerror(-err));
 		return err;
@@ -225,7 +232,7 @@ static bool stamp(struct fmt_mmp *mp)
 {
 	struct mfs_mmp m;
 	char why[160], who[200], line[260];
-	int err = fmt_mmp_read(mp->bd, mp->sb, &m, why, sizeof(why));
+	int err = fmt_mmp_read(mp->bd, &mp->sb, &m, why, sizeof(why));
 
 	if (err) {
 		lose(mp, why);
@@ -238,8 +245,8 @@ static bool stamp(struct fmt_mmp *mp)
 		return false;
 	}
 	mp->seq = next_seq(mp->seq);
-	fmt_mmp_fill(&m, mp->seq, mp->program, fmt_mmp_interval(mp->sb));
-	err = fmt_mmp_write(mp->bd, mp->sb, &m);
+	fmt_mmp_fill(&m, mp->seq, mp->program, fmt_mmp_interval(&mp->sb));
+	err = fmt_mmp_write(mp->bd, &mp->sb, &m);
 	if (err) {
 		snprintf(line, sizeof(line), "cannot stamp the MMP block: %s",
 			 strerror(-err));
@@ -257,7 +264,7 @@ static void *stamper(void *arg)
 	pthread_mutex_lock(&mp->lock);
 	while (!mp->stop) {
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += fmt_mmp_interval(mp->sb);
+		until.tv_sec += fmt_mmp_interval(&mp->sb);
 		while (!mp->stop &&
 		       pthread_cond_timedwait(&mp->wake, &mp->lock, &until) != ETIMEDOUT)
 			;
@@ -291,8 +298,7 @@ int fmt_mmp_start(struct bdev *bd, const struct mfs_super *sb, const char *progr
 	if (!mp)
 		return -ENOMEM;
 	mp->bd = bd;
-	mp->sb_copy = *sb;
-	mp->sb = &mp->sb_copy;
+	mp->sb = *sb;
 	mp->on_lost = on_lost;
 	mp->arg = arg;
 	memcpy(mp->program, program, strnlen(program, sizeof(mp->program) - 1));
@@ -314,7 +320,6 @@ int fmt_mmp_start(struct bdev *bd, const struct mfs_super *sb, const char *progr
 
 int fmt_mmp_stop(struct fmt_mmp *mp)
 {
-	struct mfs_mmp m;
 	int err = 0;
 
 	if (!mp)
@@ -326,8 +331,7 @@ int fmt_mmp_stop(struct fmt_mmp *mp)
 	pthread_join(mp->thread, NULL);
 	/* A lost filesystem is another node's: its block is not ours to clear. */
 	if (!mp->lost) {
-		fmt_mmp_fill(&m, MFS_MMP_SEQ_CLEAN, mp->program, fmt_mmp_interval(mp->sb));
-		err = fmt_mmp_write(mp->bd, mp->sb, &m);
+		err = fmt_mmp_release(mp->bd, &mp->sb, mp->program);
 		if (err)
 			mlog_err("cannot release the MMP block: %s", strerror(-err));
 	}

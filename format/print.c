@@ -61,7 +61,7 @@ static void print_sb_geometry(const struct mfs_super *sb, FILE *out)
 	fprintf(out, "region table block: %" PRIu64 "\n", le64toh(sb->s_region_table));
 	fprintf(out, "regions start: %" PRIu64 "\n", le64toh(sb->s_regions_start));
 	fprintf(out, "device blocks: %" PRIu64 "\n", le64toh(sb->s_device_blocks));
-	if (le32toh(sb->s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP) {
+	if (fmt_has_mmp(sb)) {
 		fprintf(out, "mmp block: %" PRIu64 "\n", le64toh(sb->s_mmp_block));
 		fprintf(out, "mmp interval: %u\n", fmt_mmp_interval(sb));
 	}

@@ -116,7 +116,7 @@ static int check_mmp(const struct mfs_super *sb, char *why, size_t len)
 {
 	uint64_t blk = le64toh(sb->s_mmp_block);
 
-	if (!(le32toh(sb->s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP))
+	if (!fmt_has_mmp(sb))
 		return 0;
 	if (blk <= le32toh(sb->s_first_data_block) || blk >= le64toh(sb->s_blocks_count))
 		return ut_corrupt(why, len, "superblock: MMP block %" PRIu64 " outside "

@@ -561,7 +561,7 @@ static int start_mmp(struct mfs_fs *fs)
 	struct mfs_mmp m;
 	char why[160], who[160];
 
-	if (!(le32toh(fs->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP))
+	if (!fmt_has_mmp(&fs->sb))
 		return 0;
 	if (!atomic_load(&fs->ro))
 		return fmt_mmp_start(fs->bd, &fs->sb, program_invocation_short_name,

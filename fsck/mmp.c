@@ -15,18 +15,13 @@
 
 #include <errno.h>
 
-static bool has_mmp(const struct fsck_ctx *c)
-{
-	return le32toh(c->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP;
-}
-
 int fsck_mmp_start(struct fsck_ctx *c)
 {
 	struct mfs_mmp m;
 	char why[160], who[160];
 	int err;
 
-	if (!has_mmp(c))
+	if (!fmt_has_mmp(&c->sb))
 		return 0;
 	err = fmt_mmp_read(c->bd, &c->sb, &m, why, sizeof(why));
 	if (err == -EUCLEAN) {
@@ -52,12 +47,9 @@ int fsck_mmp_start(struct fsck_ctx *c)
 /* The damaged block released, once no inode shares it (after pass 1b). */
 int fsck_mmp_repair(struct fsck_ctx *c)
 {
-	struct mfs_mmp m;
-
-	if (!c->mmp_bad || !c->rw || !has_mmp(c))
+	if (!c->mmp_bad || !c->rw || !fmt_has_mmp(&c->sb))
 		return 0;
-	fmt_mmp_fill(&m, MFS_MMP_SEQ_CLEAN, "fsck.miscfs", fmt_mmp_interval(&c->sb));
-	return fmt_mmp_write(c->bd, &c->sb, &m);
+	return fmt_mmp_release(c->bd, &c->sb, "fsck.miscfs");
 }
 
 int fsck_mmp_stop(struct fsck_ctx *c)

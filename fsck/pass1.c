@@ -446,8 +446,7 @@ static void claim_meta(struct fsck_ctx *c)
 	}
 	if (le32toh(c->sb.s_region_count) && fsck_block_ok(c, rt))
 		claim(c, rt);
-	if ((le32toh(c->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP) &&
-	    fsck_block_ok(c, le64toh(c->sb.s_mmp_block)))
+	if (fmt_has_mmp(&c->sb) && fsck_block_ok(c, le64toh(c->sb.s_mmp_block)))
 		claim(c, le64toh(c->sb.s_mmp_block));
 }
 

@@ -190,8 +190,7 @@ int fsck_pass1b(struct fsck_ctx *c)
 	 * them gets a copy. */
 	if (!err && le32toh(c->sb.s_region_count) && rt < c->nblocks)
 		bit_set(s.seen, rt);
-	if (!err && (le32toh(c->sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP) &&
-	    le64toh(c->sb.s_mmp_block) < c->nblocks)
+	if (!err && fmt_has_mmp(&c->sb) && le64toh(c->sb.s_mmp_block) < c->nblocks)
 		bit_set(s.seen, le64toh(c->sb.s_mmp_block));
 	for (uint32_t g = 0; g < c->ngroups && !err && !c->stop; g++) {
 		err = scan_group(c, g, table, &s);

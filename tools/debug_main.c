@@ -387,7 +387,7 @@ static int cmd_mmp(struct dbg *d)
 	struct mfs_mmp m;
 	int err;
 
-	if (!(le32toh(d->raw.sb.s_feature_incompat) & MFS_FEATURE_INCOMPAT_MMP)) {
+	if (!fmt_has_mmp(&d->raw.sb)) {
 		fprintf(d->out, "mmp: off\n");
 		return 0;
 	}
