@@ -106,8 +106,9 @@ static int parse_region(const char *arg, struct fmt_mkfs_opts *o)
 }
 
 /* One default of -o: data=MODE or errors=BEHAVIOUR. */
-static int parse_default(const char *opt, struct fmt_mkfs_opts *o)
+static int parse_default(const char *opt, struct mkfs_args *a)
 {
+	struct fmt_mkfs_opts *o = &a->o;
 	static const struct { const char *name; bool data; uint32_t v; } known[] = {
 		{ "data=ordered", true, MFS_DEFM_DATA_ORDERED },
 		{ "data=journal", true, MFS_DEFM_DATA_JOURNAL },
@@ -130,14 +131,16 @@ static int parse_default(const char *opt, struct fmt_mkfs_opts *o)
 			 "errors=continue|remount-ro)", opt);
 }
 
-static int parse_defaults(const char *arg, struct fmt_mkfs_opts *o)
+/* Each item of the comma-separated list @arg (-o, -O, -E) through @one. */
+static int parse_list(const char *arg, int (*one)(const char *t, struct mkfs_args *a),
+		      struct mkfs_args *a)
 {
 	char *copy = strdup(arg), *save = NULL;
 	int err = copy ? 0 : -ENOMEM;
 
 	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !err;
 	     t = strtok_r(NULL, ",", &save))
-		err = parse_default(t, o);
+		err = one(t, a);
 	free(copy);
 	return err;
 }
@@ -153,45 +156,31 @@ static int parse_mmp_interval(const char *v, struct mkfs_args *a)
 	return 0;
 }
 
-/* -O: features, named as mke2fs names them. */
-static int parse_features(const char *arg, struct mkfs_args *a)
+/* One feature of -O, named as mke2fs names it. */
+static int parse_feature(const char *t, struct mkfs_args *a)
 {
-	char *copy = strdup(arg), *save = NULL;
-	int err = copy ? 0 : -ENOMEM;
-
-	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !err;
-	     t = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(t, "mmp"))
-			a->mmp = 1;
-		else if (!strcmp(t, "^mmp"))
-			a->mmp = 0;
-		else
-			err = tool_fail("-O %s: unknown feature (mmp, ^mmp)", t);
-	}
-	free(copy);
-	return err;
+	if (!strcmp(t, "mmp"))
+		a->mmp = 1;
+	else if (!strcmp(t, "^mmp"))
+		a->mmp = 0;
+	else
+		return tool_fail("-O %s: unknown feature (mmp, ^mmp)", t);
+	return 0;
 }
 
-/* -E: extended options; lazy_journal_init is named as mke2fs names it. */
-static int parse_extended(const char *arg, struct mkfs_args *a)
+/* One extended option of -E; lazy_journal_init is named as mke2fs names it. */
+static int parse_extended(const char *t, struct mkfs_args *a)
 {
-	char *copy = strdup(arg), *save = NULL;
-	int err = copy ? 0 : -ENOMEM;
-
-	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !err;
-	     t = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(t, "lazy_journal_init") || !strcmp(t, "lazy_journal_init=1"))
-			a->lazy_journal = true;
-		else if (!strcmp(t, "lazy_journal_init=0"))
-			a->lazy_journal = false;
-		else if (!strncmp(t, "mmp_update_interval=", 20))
-			err = parse_mmp_interval(t + 20, a);
-		else
-			err = tool_fail("-E %s: unknown (lazy_journal_init[=0|1], "
-					"mmp_update_interval=SECONDS)", t);
-	}
-	free(copy);
-	return err;
+	if (!strcmp(t, "lazy_journal_init") || !strcmp(t, "lazy_journal_init=1"))
+		a->lazy_journal = true;
+	else if (!strcmp(t, "lazy_journal_init=0"))
+		a->lazy_journal = false;
+	else if (!strncmp(t, "mmp_update_interval=", 20))
+		return parse_mmp_interval(t + 20, a);
+	else
+		return tool_fail("-E %s: unknown (lazy_journal_init[=0|1], "
+				 "mmp_update_interval=SECONDS)", t);
+	return 0;
 }
 
 static int parse_opt(int c, const char *arg, struct mkfs_args *a)
@@ -230,11 +219,11 @@ static int parse_opt(int c, const char *arg, struct mkfs_args *a)
 	case 'R':
 		return parse_region(arg, &a->o);
 	case 'o':
-		return parse_defaults(arg, &a->o);
+		return parse_list(arg, parse_default, a);
 	case 'E':
-		return parse_extended(arg, a);
+		return parse_list(arg, parse_extended, a);
 	case 'O':
-		return parse_features(arg, a);
+		return parse_list(arg, parse_feature, a);
 	case 'F': a->force = true; return 0;
 	case 'q': a->quiet = true; return 0;
 	}
