@@ -74,8 +74,36 @@ static inline const char *t_fmt_(const char *fmt, ...)
 /* ---- named cases ------------------------------------------------------- */
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
+
+/* ---- a watchdog: a hang fails the test, naming what hung ----------------- */
+
+static const char *t_watchdog_msg_;
+
+static inline void t_watchdog_fire_(int sig)
+{
+	(void)sig;
+	if (write(2, "FAIL: ", 6) < 0 ||
+	    write(2, t_watchdog_msg_, strlen(t_watchdog_msg_)) < 0 || write(2, "\n", 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
+/* Unless t_watchdog_off() comes within @seconds, fail with @msg. */
+static inline void t_watchdog(unsigned int seconds, const char *msg)
+{
+	t_watchdog_msg_ = msg;
+	signal(SIGALRM, t_watchdog_fire_);
+	alarm(seconds);
+}
+
+static inline void t_watchdog_off(void)
+{
+	alarm(0);
+}
 
 struct t_case {
 	const char *name;

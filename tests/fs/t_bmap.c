@@ -753,23 +753,12 @@ static void test_tool(void)
 	rmdir(dir);
 }
 
-static void too_slow(int sig)
-{
-	static const char msg[] = "FAIL: a library walk did not finish in time\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 /* The library walks must not step through holes. */
 static void test_library(void)
 {
-	signal(SIGALRM, too_slow);
-	alarm(LIMIT_S);
+	t_watchdog(LIMIT_S, "a library walk did not finish in time");
 	check_library();
-	alarm(0);
+	t_watchdog_off();
 }
 
 /* The crafted image both cases walk; it stays open until the exit. */

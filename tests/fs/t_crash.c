@@ -7,9 +7,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "bdev_test.h"
 #include "t_fs.h"
@@ -367,16 +365,6 @@ static void crowd_walk(struct mfs_fs *fs)
 	}
 }
 
-static void unmount_hung(int sig)
-{
-	static const char msg[] = "FAIL: an unmount waited out the commit interval\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 /*
  * A file changed, pushed out of the inode cache by others, read back and
  * fsynced: the fsync must still commit the transaction of its change.
@@ -394,8 +382,7 @@ static void test_evicted(void)
 	uint64_t ino;
 	size_t pos;
 
-	signal(SIGALRM, unmount_hung);
-	alarm(120);
+	t_watchdog(120, "an unmount waited out the commit interval");
 	bd = t_dev_mem(16u << 20, bs);
 	t_ok(fmt_mkfs(bd, &mo));
 	fs = tf_mount_opts(bd, &o);
@@ -413,7 +400,7 @@ static void test_evicted(void)
 	fs = tf_mount(img);
 	tf_verify(fs, tf_ino(fs, "kept"), 0, 100, 8);
 	tf_unmount_check(fs, img);
-	alarm(0);
+	t_watchdog_off();
 	bdev_close(img);
 	bdev_close(bd);
 }
