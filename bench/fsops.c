@@ -161,6 +161,12 @@ static int seqread(char **argv)
 	return 0;
 }
 
+/* Subdirectory @d of "create" with PERDIR. */
+static void dir_name(char *buf, size_t len, const char *dir, uint64_t d)
+{
+	snprintf(buf, len, "%s/d%05" PRIu64, dir, d);
+}
+
 static void file_name(char *buf, size_t len, const char *dir, uint64_t i,
 		      uint64_t perdir)
 {
@@ -181,14 +187,15 @@ static void make_file(const char *path, const char *data, uint64_t size)
 		die("close", path);
 }
 
-static void fsync_path(const char *path)
+/* @op (fsync, syncfs) on the directory @path, named @what in a failure. */
+static void on_dir(const char *path, int (*op)(int fd), const char *what)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY);
 
 	if (fd < 0)
 		die("open", path);
-	if (fsync(fd))
-		die("fsync", path);
+	if (op(fd))
+		die(what, path);
 	if (close(fd))
 		die("close", path);
 }
@@ -203,20 +210,14 @@ static void fsync_path(const char *path)
  */
 static void sync_fs(const char *dir, uint64_t n, uint64_t perdir)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY);
 	char path[4096];
 
-	if (fd < 0)
-		die("open", dir);
-	if (syncfs(fd))
-		die("syncfs", dir);
-	if (close(fd))
-		die("close", dir);
+	on_dir(dir, syncfs, "syncfs");
 	for (uint64_t d = 0; perdir && d * perdir < n; d++) {
-		snprintf(path, sizeof(path), "%s/d%05" PRIu64, dir, d);
-		fsync_path(path);
+		dir_name(path, sizeof(path), dir, d);
+		on_dir(path, fsync, "fsync");
 	}
-	fsync_path(dir);
+	on_dir(dir, fsync, "fsync");
 }
 
 static int create(char **argv)
@@ -229,7 +230,7 @@ static int create(char **argv)
 	t0 = ut_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		if (perdir && i % perdir == 0) {
-			snprintf(path, sizeof(path), "%s/d%05" PRIu64, dir, i / perdir);
+			dir_name(path, sizeof(path), dir, i / perdir);
 			if (mkdir(path, 0755))
 				die("mkdir", path);
 		}
