@@ -301,7 +301,6 @@ static int plan(struct nbd_dev *d, struct bdev_req *req, struct nbd_cmd **out)
 	return 0;
 }
 
-
 /*
  * A write that a flush follows in its batch, on a device with nothing in
  * flight and nothing written since the last flush, is all that flush has

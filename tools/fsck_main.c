@@ -205,7 +205,8 @@ static int lock_image(struct cli *c, const char **error)
 	const char *where;
 	int fd;
 
-	/* An NBD export has no file to lock (README, "Images on NBD"). */
+	/* An NBD export has no file to lock: multi-mount protection, where
+	 * the image has it, keeps a second host out (fsck_mmp_start). */
 	if (bdev_is_remote(c->image))
 		return NO_LOCK;
 	where = tool_mounted_on(c->image);
