@@ -368,6 +368,7 @@ struct fmt_mkfs_opts {
 	uint32_t default_mount_opts; /* s_default_mount_opts (MFS_DEFM_*) */
 	uint16_t errors;             /* s_errors; 0: MFS_ERRORS_CONTINUE */
 	bool mmp;                    /* multi-mount protection (INCOMPAT_MMP) */
+	bool dir_index;              /* RO_COMPAT_DIR_INDEX */
 	uint16_t mmp_interval;       /* its seconds; 0: the default */
 	/*
 	 * Unless NULL, called before the superblock is written with each run
@@ -472,6 +473,52 @@ void fmt_raw_bmap_walk_init(struct fmt_raw *raw, uint32_t ino,
  */
 int fmt_dirblock_check(const struct mfs_super *sb, uint32_t ino,
 		       const void *block, char *why, size_t whylen);
+
+/* ---- directory index (dxindex.c; FORMAT.md, "Directory index") ---------- */
+
+static inline bool fmt_has_dir_index(const struct mfs_super *sb)
+{
+	return le32toh(sb->s_feature_ro_compat) & MFS_FEATURE_RO_COMPAT_DIR_INDEX;
+}
+/* The hash of a name, as the index sorts it. */
+uint64_t fmt_dx_hash(const struct mfs_super *sb, const char *name, size_t len);
+/* Records a block of @kind holds (room map: bytes, one per block). */
+uint32_t fmt_dx_limit(const struct mfs_super *sb, unsigned kind);
+/* The parts of an index block. */
+struct mfs_dx_head *fmt_dx_head(void *blk);
+struct mfs_dx_root_info *fmt_dx_root(void *blk);
+struct mfs_dx_rec *fmt_dx_recs(void *blk);
+uint8_t *fmt_dx_fmap(void *blk);
+/* An empty index block of @kind at place @lblk; the caller seals it. */
+void fmt_dx_init(const struct mfs_super *sb, void *blk, unsigned kind,
+		 unsigned level, uint32_t lblk);
+/* Check the head of index block @lblk, read as a @kind (what a walk of
+ * the index meets at each step, in constant time): 0 or -EUCLEAN with
+ * the reason in @why.  The block's checksum is fmt_dirblock_check's. */
+int fmt_dx_check(const struct mfs_super *sb, uint32_t ino, const void *blk,
+		 uint32_t lblk, unsigned kind, char *why, size_t whylen);
+uint64_t fmt_dx_rec_hash(const struct mfs_dx_rec *r);
+void fmt_dx_rec_set(struct mfs_dx_rec *r, uint64_t hash, uint32_t lblk);
+/* The first of @n sorted records not below (@hash, @lblk). */
+uint32_t fmt_dx_lower(const struct mfs_dx_rec *r, uint32_t n, uint64_t hash,
+		      uint32_t lblk);
+/* The record of a node (level > 0) whose child holds @hash. */
+uint32_t fmt_dx_child(const struct mfs_dx_rec *r, uint32_t n, uint64_t hash);
+/* Insert at @at of @n records (room for one more), or delete @at. */
+void fmt_dx_insert(struct mfs_dx_rec *r, uint32_t n, uint32_t at, uint64_t hash,
+		   uint32_t lblk);
+void fmt_dx_delete(struct mfs_dx_rec *r, uint32_t n, uint32_t at);
+/* Where @n records split in two: the first of the upper half, nearest
+ * the middle with a hash unlike the one before it (records of one hash
+ * stay in one block); 0 if all have one hash. */
+uint32_t fmt_dx_split_at(const struct mfs_dx_rec *r, uint32_t n);
+/* 0 if @n records are in order (a node's hashes strictly rising), else
+ * the first out of place. */
+int fmt_dx_sorted(const struct mfs_dx_rec *r, uint32_t n, bool leaf);
+/* A room map byte for @room bytes, and whether a block with that byte
+ * surely fits a record of @need bytes. */
+uint8_t fmt_dx_room_code(const struct mfs_super *sb, uint32_t room);
+bool fmt_dx_room_fits(const struct mfs_super *sb, uint8_t code, uint32_t need);
 
 /*
  * The region table (FORMAT.md, "Reserved regions"), as the mount and fsck

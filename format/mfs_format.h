@@ -66,7 +66,8 @@
 #define MFS_FEATURE_RO_COMPAT_SPARSE_SUPER  0x0001u
 #define MFS_FEATURE_RO_COMPAT_LARGE_FILE    0x0002u
 #define MFS_FEATURE_RO_COMPAT_METADATA_CSUM 0x0004u
-#define MFS_FEATURE_RO_COMPAT_SUPP          0x0007u
+#define MFS_FEATURE_RO_COMPAT_DIR_INDEX     0x0008u  /* hashed directory index */
+#define MFS_FEATURE_RO_COMPAT_SUPP          0x000Fu
 
 /* Default data mode kept in s_default_mount_opts. */
 #define MFS_DEFM_DATA_ORDERED   0x0000u
@@ -81,6 +82,7 @@
 #define MFS_APPEND_FL           0x00000020u
 #define MFS_NODUMP_FL           0x00000040u
 #define MFS_NOATIME_FL          0x00000080u
+#define MFS_INDEX_FL            0x00001000u  /* directory: hashed index */
 #define MFS_JOURNAL_DATA_FL     0x00004000u
 #define MFS_DIRSYNC_FL          0x00010000u
 #define MFS_USER_FL_MASK        0x000140F8u
@@ -132,6 +134,9 @@
 #define MFS_CSUM_XATTR          7u   /* id: block number */
 #define MFS_CSUM_REGION         8u   /* id: 0 */
 #define MFS_CSUM_MMP            9u   /* id: block number */
+/* Not a checksum: the seed of the names' hash of a directory index is
+ * s_csum_seed + MFS_SALT(MFS_HASH_DIR, 0). */
+#define MFS_HASH_DIR            10u
 
 /* ---- superblock (1024 bytes at byte 1024; backups in sparse groups) ------ */
 
@@ -245,6 +250,48 @@ struct mfs_dir_tail {
 	uint32_t det_checksum;          /* 8 */
 };
 
+/*
+ * ---- directory index (RO_COMPAT_DIR_INDEX, directories with MFS_INDEX_FL)
+ *
+ * Blocks of the directory itself that a linear walk sees as empty blocks:
+ * one unused record from byte 0 to the checksum tail, and the index in the
+ * bytes that record spans.  Entries never move; the index says where each
+ * one is (a record per name, by hash) and how much room each block has.
+ */
+#define MFS_DX_MAGIC            0x58444D4Du   /* bytes "MMDX" */
+#define MFS_DX_ROOT_LBLK        1u            /* the root's place */
+#define MFS_DX_ROOT             1u            /* dx_kind */
+#define MFS_DX_NODE             2u
+#define MFS_DX_FMAP             3u
+#define MFS_DX_MAX_LEVEL        2u            /* the root's level at most */
+#define MFS_DX_FMAP_MAX         64u           /* room map blocks */
+#define MFS_DX_HEAD_OFF         8u            /* after the unused record */
+
+struct mfs_dx_head {
+	uint32_t dx_magic;              /* 0 */
+	uint8_t  dx_kind;               /* 4 */
+	uint8_t  dx_level;              /* 5: 0: records name entries */
+	uint16_t dx_count;              /* 6: records, or room map bytes */
+	uint32_t dx_lblk;               /* 8: this block's place */
+	uint32_t dx_zero;               /* 12 */
+};
+
+/* Sorted by (hash, lblk).  In a level-0 block, the entry whose name has
+ * that hash is in data block lblk; above, node lblk holds the hashes
+ * from this one up to the next record's. */
+struct mfs_dx_rec {
+	uint32_t dr_hash_lo;            /* 0 */
+	uint32_t dr_hash_hi;            /* 4 */
+	uint32_t dr_lblk;               /* 8 */
+};
+
+/* After the root's head, before its records. */
+struct mfs_dx_root_info {
+	uint32_t dr_fmap_count;         /* 0: room map blocks */
+	uint32_t dr_zero;               /* 4 */
+	uint32_t dr_fmap[MFS_DX_FMAP_MAX];  /* 8: their places */
+};
+
 /* ---- extended attributes ------------------------------------------------- */
 
 struct mfs_xattr_entry {
@@ -313,6 +360,9 @@ _Static_assert(sizeof(struct mfs_inode) == MFS_INODE_SIZE, "inode size");
 _Static_assert(offsetof(struct mfs_inode, i_xattr) == 168, "inode xattr");
 _Static_assert(sizeof(struct mfs_dirent) == MFS_DIRENT_HEADER, "dirent size");
 _Static_assert(sizeof(struct mfs_dir_tail) == MFS_DIR_TAIL_SIZE, "tail size");
+_Static_assert(sizeof(struct mfs_dx_head) == 16, "dx head size");
+_Static_assert(sizeof(struct mfs_dx_rec) == 12, "dx record size");
+_Static_assert(sizeof(struct mfs_dx_root_info) == 264, "dx root size");
 _Static_assert(sizeof(struct mfs_xattr_header) == 16, "xattr header");
 _Static_assert(sizeof(struct mfs_region_header) == MFS_REGION_HDR_SIZE, "rgn hdr");
 _Static_assert(sizeof(struct mfs_region_entry) == MFS_REGION_ENTRY_SIZE, "rgn ent");

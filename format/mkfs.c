@@ -687,7 +687,8 @@ static void fill_identity(struct mkfs_ctx *c)
 					     MFS_MMP_INTERVAL_DEFAULT);
 	sb->s_feature_ro_compat = htole32(MFS_FEATURE_RO_COMPAT_SPARSE_SUPER |
 					  MFS_FEATURE_RO_COMPAT_LARGE_FILE |
-					  MFS_FEATURE_RO_COMPAT_METADATA_CSUM);
+					  MFS_FEATURE_RO_COMPAT_METADATA_CSUM |
+					  (c->o->dir_index ? MFS_FEATURE_RO_COMPAT_DIR_INDEX : 0));
 	sb->s_inode_size = htole16(MFS_INODE_SIZE);
 	sb->s_desc_size = htole16(MFS_DESC_SIZE);
 	sb->s_state = htole16(MFS_STATE_VALID);

@@ -60,7 +60,7 @@ static uint32_t used_len(const struct mfs_dirent *de)
 	return de->inode ? MFS_DIRENT_LEN(de->name_len) : 0;
 }
 
-static uint64_t dir_blocks(struct mfs_node *dir)
+uint64_t mfs_dir_blocks(struct mfs_node *dir)
 {
 	uint64_t size;
 
@@ -181,7 +181,7 @@ static int index_block(struct mfs_node *dir, struct mfs_dirhash *dh,
 static void index_build(struct mfs_node *dir, uint64_t now)
 {
 	struct mfs_fs *fs = dir->fs;
-	uint64_t n = dir_blocks(dir);
+	uint64_t n = mfs_dir_blocks(dir);
 	struct mfs_dirhash *dh;
 	struct pc_ra_state ra;
 	int err = mfs_dh_create(dir, &dh);
@@ -206,7 +206,7 @@ static struct mfs_dirhash *index_get(struct mfs_node *dir)
 {
 	uint64_t now;
 
-	if (!dir->dh && dir_blocks(dir) < INDEX_BLOCKS)
+	if (!dir->dh && mfs_dir_blocks(dir) < INDEX_BLOCKS)
 		return NULL;
 	now = atomic_fetch_add(&dir->fs->dh_clock, 1) + 1;
 	if (!dir->dh && (!dir->dh_failed || now - dir->dh_failed >= MFS_DH_AGE))
@@ -338,11 +338,32 @@ static int index_find(struct mfs_node *dir, const char *name, size_t len,
 	return found ? 0 : -ENOENT;
 }
 
+/* Through the index on the disk: 0 and @loc, -ENOENT, -errno, or NO_INDEX
+ * for more names of the hash than a lookup takes (then the walk). */
+static int dx_find(struct mfs_node *dir, const char *name, size_t len,
+		   struct mfs_dirloc *loc)
+{
+	uint64_t lblks[MAX_PLACES];
+	int n = mfs_dx_lookup(dir, fmt_dx_hash(&dir->fs->sb, name, len), lblks,
+			      MAX_PLACES), found = 0;
+
+	if (n < 0)
+		return n;
+	if (n > MAX_PLACES)
+		return NO_INDEX;
+	for (int i = 0; i < n && !found; i++)
+		found = find_in_block(dir, lblks[i], name, len, loc);
+	if (found < 0)
+		return found;
+	return found ? 0 : -ENOENT;
+}
+
 int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
 		 struct mfs_dirloc *loc)
 {
-	uint64_t n = dir_blocks(dir);
-	int err = index_find(dir, name, len, loc);
+	uint64_t n = mfs_dir_blocks(dir);
+	int err = mfs_dx_on(dir) ? dx_find(dir, name, len, loc) :
+				   index_find(dir, name, len, loc);
 
 	if (err != NO_INDEX)
 		return err;
@@ -357,7 +378,7 @@ int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
 /* ---- changing blocks ----------------------------------------------------- */
 
 /* Journal access to block @lblk of @dir; the page is referenced. */
-static int dir_access(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+int mfs_dir_access(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 		      struct pc_page **pg, uint64_t *pblk)
 {
 	int err = mfs_bmap_lookup(dir, lblk, pblk);
@@ -376,12 +397,12 @@ static int dir_access(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 }
 
 /* Page locked: the checksum after a change. */
-static void dir_seal(struct mfs_node *dir, struct pc_page *pg)
+void mfs_dir_seal(struct mfs_node *dir, struct pc_page *pg)
 {
 	fmt_block_set_csum(&dir->fs->sb, MFS_CSUM_DIR, dir->ino, pg->data);
 }
 
-static int dir_done(struct mfs_node *dir, struct mfs_handle *h, uint64_t pblk,
+int mfs_dir_done(struct mfs_node *dir, struct mfs_handle *h, uint64_t pblk,
 		    struct pc_page *pg)
 {
 	int err = jnl_dirty(&h->jh, pblk);
@@ -443,30 +464,51 @@ static uint32_t insert_at(struct pc_page *pg, uint32_t off, const struct newent 
 	return off + used;
 }
 
+/* Where in block @lblk a record of @need bytes fits (the end: nowhere). */
+static int room_in(struct mfs_node *dir, uint64_t lblk, uint32_t need, uint32_t *off)
+{
+	struct pc_page *pg;
+	int err = mfs_dir_page(dir, lblk, &pg);
+
+	if (err)
+		return err;
+	*off = find_room(dir, pg, need);
+	pc_put_page(pg);
+	return 0;
+}
+
+/* Put @e into the record at @off of block @lblk, which has room; the
+ * block's room left after it in @room, if wanted. */
+static int put_at(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+		  uint32_t off, const struct newent *e, uint32_t *room)
+{
+	struct pc_page *pg;
+	uint64_t pblk;
+	int err = mfs_dir_access(dir, h, lblk, &pg, &pblk);
+
+	if (err)
+		return err;
+	pc_lock_page(pg);
+	off = insert_at(pg, off, e);
+	mfs_dir_seal(dir, pg);
+	if (room)
+		*room = block_room(dir, pg);
+	pc_unlock_page(pg);
+	index_note(dir, pg, lblk, e->hash, off, true);
+	return mfs_dir_done(dir, h, pblk, pg);
+}
+
 /* 1 if @e went into block @lblk, 0 if it has no room. */
 static int add_to_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 			const struct newent *e)
 {
 	uint32_t off;
-	struct pc_page *pg;
-	uint64_t pblk;
-	int err = mfs_dir_page(dir, lblk, &pg);
+	int err = room_in(dir, lblk, MFS_DIRENT_LEN(e->len), &off);
 
-	if (err)
-		return err;
-	off = find_room(dir, pg, MFS_DIRENT_LEN(e->len));
-	pc_put_page(pg);
-	if (off >= dir_end(dir->fs))
+	if (!err && off >= dir_end(dir->fs))
 		return 0;
-	err = dir_access(dir, h, lblk, &pg, &pblk);
-	if (err)
-		return err;
-	pc_lock_page(pg);
-	off = insert_at(pg, off, e);
-	dir_seal(dir, pg);
-	pc_unlock_page(pg);
-	index_note(dir, pg, lblk, e->hash, off, true);
-	err = dir_done(dir, h, pblk, pg);
+	if (!err)
+		err = put_at(dir, h, lblk, off, e, NULL);
 	return err ? err : 1;
 }
 
@@ -511,7 +553,7 @@ static int index_add(struct mfs_node *dir, struct mfs_handle *h, uint64_t n,
 
 /* A new block @lblk for @dir, holding one unused record (or the first
  * entries of a new directory, filled by @fill). */
-static int new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+int mfs_dir_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 		     struct pc_page **out, uint64_t *pblk)
 {
 	struct mfs_fs *fs = dir->fs;
@@ -531,7 +573,7 @@ static int new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 		tail = (void *)((char *)pg->data + dir_end(fs));
 		tail->det_rec_len = htole16(MFS_DIR_TAIL_SIZE);
 		tail->det_type = MFS_FT_DIR_TAIL;
-		dir_seal(dir, pg);
+		mfs_dir_seal(dir, pg);
 		ClearPageError(pg);
 		SetPageUptodate(pg);
 		SetPageMiscFS(pg);
@@ -548,26 +590,133 @@ static int new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 	return 0;
 }
 
+/* @e as the first entry of a new block @lblk at the end. */
+static int add_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+			 const struct newent *e)
+{
+	struct pc_page *pg;
+	uint64_t pblk;
+	int err = mfs_dir_new_block(dir, h, lblk, &pg, &pblk);
+
+	if (err)
+		return err;
+	insert_at(pg, 0, e);
+	mfs_dir_seal(dir, pg);
+	pc_unlock_page(pg);
+	index_note(dir, pg, lblk, e->hash, 0, true);
+	return mfs_dir_done(dir, h, pblk, pg);
+}
+
+static int add_empty_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk)
+{
+	struct pc_page *pg;
+	uint64_t pblk;
+	int err = mfs_dir_new_block(dir, h, lblk, &pg, &pblk);
+
+	if (err)
+		return err;
+	pc_unlock_page(pg);
+	return mfs_dir_done(dir, h, pblk, pg);
+}
+
+/* Add @e to a directory with an index on the disk: into a block the room
+ * map says fits it (checked before the index changes), or a new one. */
+static int dx_add_entry(struct mfs_node *dir, struct mfs_handle *h, const struct newent *e)
+{
+	uint32_t need = MFS_DIRENT_LEN(e->len), off = 0, room;
+	uint64_t b;
+	int err = mfs_dx_find_room(dir, need, &b);
+
+	if (err == 1) {
+		err = room_in(dir, b, need, &off);
+		if (!err && off >= dir_end(dir->fs))
+			err = mfs_error(dir->fs, "directory %" PRIu64 ": its room map says "
+					"block %" PRIu64 " has room, and it has none",
+					dir->ino, b);
+		if (!err)
+			err = mfs_dx_add(dir, h, e->hash, b);
+		if (!err)
+			err = put_at(dir, h, b, off, e, &room);
+	} else if (!err) {
+		/* The block first, empty: a split of the index appends too. */
+		err = mfs_dx_grow(dir, h, &b);
+		if (!err)
+			err = add_empty_block(dir, h, b);
+		if (!err)
+			err = mfs_dx_add(dir, h, e->hash, b);
+		if (!err)
+			err = put_at(dir, h, b, 0, e, &room);
+	}
+	return err ? err : mfs_dx_set_room(dir, h, b, room);
+}
+
+/* A directory of one full block gains an index on the disk: the records
+ * of block 0's entries and its room. */
+static int dx_convert(struct mfs_node *dir, struct mfs_handle *h)
+{
+	uint32_t end = dir_end(dir->fs), off = 0;
+	struct pc_page *pg;
+	int err = mfs_dx_init(dir, h);
+
+	if (!err)
+		err = mfs_dir_page(dir, 0, &pg);
+	if (err)
+		return err;
+	while (!err && off < end) {
+		const struct mfs_dirent *de = dirent_at(pg, off);
+
+		if (de->inode)
+			err = mfs_dx_add(dir, h, fmt_dx_hash(&dir->fs->sb, de->name,
+							     de->name_len), 0);
+		off += le16toh(de->rec_len);
+	}
+	if (!err)
+		err = mfs_dx_set_room(dir, h, 0, block_room(dir, pg));
+	pc_put_page(pg);
+	return err;
+}
+
 int mfs_dir_add(struct mfs_node *dir, struct mfs_handle *h, const char *name,
 		size_t len, uint32_t ino, uint8_t type)
 {
-	struct newent e = { name, len, ino, type, mfs_dh_hash(dir->fs, name, len) };
-	uint64_t n = dir_blocks(dir), pblk;
-	struct pc_page *pg;
-	int placed = index_add(dir, h, n, &e);
+	struct newent e = { name, len, ino, type, 0 };
+	uint64_t n = mfs_dir_blocks(dir);
+	int placed;
 
+	if (mfs_dx_on(dir)) {
+		e.hash = fmt_dx_hash(&dir->fs->sb, name, len);
+		return dx_add_entry(dir, h, &e);
+	}
+	e.hash = mfs_dh_hash(dir->fs, name, len);
+	placed = index_add(dir, h, n, &e);
 	if (placed == NO_INDEX)
 		placed = add_walk(dir, h, n, &e);
 	if (placed)
 		return placed < 0 ? placed : 0;
-	placed = new_block(dir, h, n, &pg, &pblk);
-	if (placed)
-		return placed;
-	insert_at(pg, 0, &e);
-	dir_seal(dir, pg);
-	pc_unlock_page(pg);
-	index_note(dir, pg, n, e.hash, 0, true);
-	return dir_done(dir, h, pblk, pg);
+	if (n == 1 && fmt_has_dir_index(&dir->fs->sb)) {
+		placed = dx_convert(dir, h);
+		e.hash = fmt_dx_hash(&dir->fs->sb, name, len);
+		return placed ? placed : dx_add_entry(dir, h, &e);
+	}
+	return add_new_block(dir, h, n, &e);
+}
+
+/* The index's record of the entry at @loc goes first: a disagreement
+ * stops the removal before anything changed. */
+static int dx_unindex(struct mfs_node *dir, struct mfs_handle *h,
+		      const struct mfs_dirloc *loc)
+{
+	const struct mfs_dirent *de;
+	struct pc_page *pg;
+	uint64_t hash;
+	int err = mfs_dir_page(dir, loc->lblk, &pg);
+
+	if (err)
+		return err;
+	de = dirent_at(pg, loc->off);
+	hash = fmt_dx_hash(&dir->fs->sb, de->name, de->name_len);
+	pc_put_page(pg);
+	return mfs_dx_remove(dir, h, hash, loc->lblk);
 }
 
 int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
@@ -576,8 +725,12 @@ int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
 	struct pc_page *pg;
 	const struct mfs_dirent *gone;
 	uint64_t pblk, hash;
-	int err = dir_access(dir, h, loc->lblk, &pg, &pblk);
+	uint32_t room;
+	bool dx = mfs_dx_on(dir);
+	int err = dx ? dx_unindex(dir, h, loc) : 0;
 
+	if (!err)
+		err = mfs_dir_access(dir, h, loc->lblk, &pg, &pblk);
 	if (err)
 		return err;
 	pc_lock_page(pg);
@@ -592,10 +745,12 @@ int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
 	} else {
 		dirent_at(pg, 0)->inode = 0;
 	}
-	dir_seal(dir, pg);
+	mfs_dir_seal(dir, pg);
+	room = dx ? block_room(dir, pg) : 0;
 	pc_unlock_page(pg);
 	index_note(dir, pg, loc->lblk, hash, loc->off, false);
-	return dir_done(dir, h, pblk, pg);
+	err = mfs_dir_done(dir, h, pblk, pg);
+	return err || !dx ? err : mfs_dx_set_room(dir, h, loc->lblk, room);
 }
 
 int mfs_dir_set(struct mfs_node *dir, struct mfs_handle *h,
@@ -603,16 +758,16 @@ int mfs_dir_set(struct mfs_node *dir, struct mfs_handle *h,
 {
 	struct pc_page *pg;
 	uint64_t pblk;
-	int err = dir_access(dir, h, loc->lblk, &pg, &pblk);
+	int err = mfs_dir_access(dir, h, loc->lblk, &pg, &pblk);
 
 	if (err)
 		return err;
 	pc_lock_page(pg);
 	dirent_at(pg, loc->off)->inode = htole32(ino);
 	dirent_at(pg, loc->off)->file_type = type;
-	dir_seal(dir, pg);
+	mfs_dir_seal(dir, pg);
 	pc_unlock_page(pg);
-	return dir_done(dir, h, pblk, pg);
+	return mfs_dir_done(dir, h, pblk, pg);
 }
 
 int mfs_dir_init(struct mfs_node *dir, struct mfs_handle *h, uint32_t parent)
@@ -620,16 +775,16 @@ int mfs_dir_init(struct mfs_node *dir, struct mfs_handle *h, uint32_t parent)
 	struct pc_page *pg;
 	uint64_t pblk;
 	uint32_t dot = MFS_DIRENT_LEN(1);
-	int err = new_block(dir, h, 0, &pg, &pblk);
+	int err = mfs_dir_new_block(dir, h, 0, &pg, &pblk);
 
 	if (err)
 		return err;
 	put_entry(dirent_at(pg, 0), dot, ".", 1, dir->ino, MFS_FT_DIR);
 	put_entry(dirent_at(pg, dot), dir_end(dir->fs) - dot, "..", 2, parent,
 		  MFS_FT_DIR);
-	dir_seal(dir, pg);
+	mfs_dir_seal(dir, pg);
 	pc_unlock_page(pg);
-	return dir_done(dir, h, pblk, pg);
+	return mfs_dir_done(dir, h, pblk, pg);
 }
 
 static bool is_dot(const struct mfs_dirent *de)
@@ -641,7 +796,7 @@ static bool is_dot(const struct mfs_dirent *de)
 /* 1 if only "." and ".." are left, 0 if not, or -errno. */
 int mfs_dir_is_empty(struct mfs_node *dir)
 {
-	uint64_t n = dir_blocks(dir);
+	uint64_t n = mfs_dir_blocks(dir);
 	uint32_t end = dir_end(dir->fs);
 	int empty = 1;
 
@@ -747,7 +902,7 @@ int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
 		    mfs_filldir_t fill, void *ctx)
 {
 	struct rd r = { dir, plus, fill, ctx };
-	uint64_t n = dir_blocks(dir), bs = dir->fs->bs;
+	uint64_t n = mfs_dir_blocks(dir), bs = dir->fs->bs;
 	int err = 0;
 
 	for (uint64_t b = pos / bs; b < n && !err; b++)

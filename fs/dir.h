@@ -31,6 +31,44 @@ int mfs_dir_check_target(struct mfs_node *dir, const char *name, size_t len,
 			 uint32_t ino);
 int mfs_dir_iterate(struct mfs_node *dir, uint64_t pos, bool plus,
 		    mfs_filldir_t fill, void *ctx);
+/* For dx.c: the directory's size in blocks; journal access to block
+ * @lblk; the checksum of a changed, locked page; the end of a change;
+ * a new block @lblk at the end, empty, locked and under access. */
+uint64_t mfs_dir_blocks(struct mfs_node *dir);
+int mfs_dir_access(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+		   struct pc_page **pg, uint64_t *pblk);
+void mfs_dir_seal(struct mfs_node *dir, struct pc_page *pg);
+int mfs_dir_done(struct mfs_node *dir, struct mfs_handle *h, uint64_t pblk,
+		 struct pc_page *pg);
+int mfs_dir_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+		      struct pc_page **pg, uint64_t *pblk);
+
+/* The first error of two steps that both had to run. */
+static inline int mfs_dir_err(int first, int second)
+{
+	return first ? first : second;
+}
+
+/* dx.c: the index on the disk of a directory with MFS_INDEX_FL (FORMAT.md,
+ * "Directory index"), under the directory's rwsem. */
+bool mfs_dx_on(struct mfs_node *dir);
+/* The blocks that hold a name of @hash: the first @max into @lblks;
+ * returns how many there are. */
+int mfs_dx_lookup(struct mfs_node *dir, uint64_t hash, uint64_t *lblks, int max);
+/* The record of an entry of @hash in block @lblk, added or removed;
+ * -ENOSPC (logged) when the index can hold no more. */
+int mfs_dx_add(struct mfs_node *dir, struct mfs_handle *h, uint64_t hash, uint64_t lblk);
+int mfs_dx_remove(struct mfs_node *dir, struct mfs_handle *h, uint64_t hash,
+		  uint64_t lblk);
+/* 1 and a block the room map says fits a record of @need bytes, or 0. */
+int mfs_dx_find_room(struct mfs_node *dir, uint32_t need, uint64_t *lblk);
+int mfs_dx_set_room(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
+		    uint32_t room);
+/* The place of a new block at the end, with the room map grown to it. */
+int mfs_dx_grow(struct mfs_node *dir, struct mfs_handle *h, uint64_t *lblk);
+/* Give a directory of one block an empty index (root and room map) and
+ * its flag; the caller adds the records of block 0 and its room. */
+int mfs_dx_init(struct mfs_node *dir, struct mfs_handle *h);
 void mfs_dirhash_free(struct mfs_node *dir);
 
 /* dirhash.c: the index of a big directory, with dir->dh_lock held */
@@ -62,8 +100,23 @@ uint32_t mfs_dh_count(const struct mfs_dirhash *dh);
 int mfs_dh_set_room(struct mfs_dirhash *dh, uint64_t lblk, uint32_t room);
 /* A block with room for @need bytes, or -1. */
 int64_t mfs_dh_find_room(const struct mfs_dirhash *dh, uint32_t need);
-/* Blocks a directory insert may need (a new block and its indirects). */
+/* Blocks a directory insert may need (a new block and its indirects),
+ * and journal credits; with an index on the disk, also a room map block
+ * and the splits of a full path (a level-0 block, a node, the root's two
+ * new children) with their indirects. */
 #define MFS_DIR_ADD_BLOCKS 4u
 #define MFS_DIR_ADD_CREDITS 16u
+#define MFS_DX_ADD_BLOCKS 12u
+#define MFS_DX_ADD_CREDITS 44u
+
+static inline uint64_t mfs_dir_add_blocks(struct mfs_fs *fs)
+{
+	return fmt_has_dir_index(&fs->sb) ? MFS_DX_ADD_BLOCKS : MFS_DIR_ADD_BLOCKS;
+}
+
+static inline uint32_t mfs_dir_add_credits(struct mfs_fs *fs)
+{
+	return fmt_has_dir_index(&fs->sb) ? MFS_DX_ADD_CREDITS : MFS_DIR_ADD_CREDITS;
+}
 
 #endif /* MISCFS_FS_DIR_H */

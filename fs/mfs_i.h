@@ -171,6 +171,7 @@ struct mfs_fs {
 		_Atomic uint64_t dir_checked, dir_bad, handles, fsyncs;
 		_Atomic uint64_t dirhash_builds, dirhash_hits, dirhash_drops;
 		_Atomic uint64_t dir_scans;  /* directory blocks walked */
+		_Atomic uint64_t dx_reads;   /* index blocks a walk reached */
 		_Atomic uint64_t errors;     /* damage met (mfs_error) */
 	} st;
 	/* Damage met (mfs_error) by the function that met it, for the

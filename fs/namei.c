@@ -180,7 +180,7 @@ static int create_in(struct mfs_node *dir, const struct mfs_cred *cr,
 	struct mfs_fs *fs = dir->fs;
 	struct mfs_handle h;
 	bool named = false, written;
-	int err = mfs_jstart_resv(fs, MFS_DIR_ADD_CREDITS + 12 +
+	int err = mfs_jstart_resv(fs, mfs_dir_add_credits(fs) + 12 +
 				  (inh->dflt ? 2 * MFS_XATTR_CREDITS : 0), resv, &h);
 
 	if (err) {
@@ -226,11 +226,10 @@ static int create_checks(struct mfs_node *dir, const struct mfs_cred *cr,
 
 static uint64_t create_blocks(struct mfs_fs *fs, const struct newinode *ni)
 {
-	uint64_t n = MFS_DIR_ADD_BLOCKS;
+	uint64_t n = mfs_dir_add_blocks(fs);
 
 	if (S_ISDIR(ni->mode) || (S_ISLNK(ni->mode) && ni->tlen >= MFS_N_BLOCKS * 4))
 		n += 1;
-	(void)fs;
 	return n;
 }
 
@@ -348,10 +347,10 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 	struct mfs_resv resv;
 
 	if (!err)
-		err = mfs_reserve_blocks(fs, cr, MFS_DIR_ADD_BLOCKS, &resv);
+		err = mfs_reserve_blocks(fs, cr, mfs_dir_add_blocks(fs), &resv);
 	if (err)
 		return err;
-	err = mfs_jstart_resv(fs, MFS_DIR_ADD_CREDITS + 4, &resv, &h);
+	err = mfs_jstart_resv(fs, mfs_dir_add_credits(fs) + 4, &resv, &h);
 	if (!err) {
 		err = mfs_dir_add(dir, &h, name, len, n->ino, fmt_mode_to_ft(node_mode(n)));
 		pthread_mutex_lock(&n->lock);

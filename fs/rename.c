@@ -15,7 +15,7 @@
 #include <linux/fs.h>
 #include <unistd.h>
 
-#define RENAME_CREDITS (2 * MFS_DIR_ADD_CREDITS + MFS_ORPHAN_CREDITS + 12)
+#define RENAME_CREDITS(fs) (2 * mfs_dir_add_credits(fs) + MFS_ORPHAN_CREDITS + 12)
 
 /* ---- checks -------------------------------------------------------------- */
 
@@ -169,11 +169,11 @@ int mfs_dir_rename(struct mfs_rename *r)
 	if (!err)
 		err = check_links(r);
 	if (!err)
-		err = mfs_reserve_blocks(fs, r->cr, MFS_DIR_ADD_BLOCKS, &resv);
+		err = mfs_reserve_blocks(fs, r->cr, mfs_dir_add_blocks(fs), &resv);
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->orphan_lock);
-	err = mfs_jstart_resv(fs, RENAME_CREDITS, &resv, &h);
+	err = mfs_jstart_resv(fs, RENAME_CREDITS(fs), &resv, &h);
 	if (!err) {
 		err = r->flags & RENAME_EXCHANGE ? do_exchange(r, &h) : do_move(r, &h);
 		err = mfs_jstop(fs, &h, err);

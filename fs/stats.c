@@ -65,6 +65,7 @@ static void dir_stats(struct mfs_fs *fs, struct out *o)
 	put(o, "dir_pages_validated", LOAD(fs->st.dir_checked));
 	put(o, "dir_pages_rejected", LOAD(fs->st.dir_bad));
 	put(o, "dir_blocks_scanned", LOAD(fs->st.dir_scans));
+	put(o, "dir_index_blocks_read", LOAD(fs->st.dx_reads));
 	put(o, "dirhash_builds", LOAD(fs->st.dirhash_builds));
 	put(o, "dirhash_hits", LOAD(fs->st.dirhash_hits));
 	put(o, "dirhash_drops", LOAD(fs->st.dirhash_drops));

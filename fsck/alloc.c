@@ -317,18 +317,33 @@ static int dir_grow(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in,
 	return fsck_dblist_add(c, dir, lblk, blk);
 }
 
+/* An edit of an indexed directory leaves its index behind: the flag goes
+ * (the blocks stay valid as blocks of entries).  True if it was set. */
+static bool unindex(struct fsck_ctx *c, uint32_t dir, struct mfs_inode *in)
+{
+	struct fsck_pctx p = { .ino = dir };
+
+	if (!(le32toh(in->i_flags) & MFS_INDEX_FL))
+		return false;
+	in->i_flags = htole32(le32toh(in->i_flags) & ~MFS_INDEX_FL);
+	fsck_fix(c, PR_DX_DROPPED, &p);
+	return true;
+}
+
 int fsck_dir_add(struct fsck_ctx *c, uint32_t dir, const char *name, uint32_t child,
 		 unsigned type)
 {
 	struct edit e = { .fn = insert_in_block, .name = name, .child = child, .type = type };
 	struct mfs_inode in;
+	bool grown = false;
 	int err = dir_edit(c, dir, &in, &e);
 
 	if (!err && !e.done) {
 		err = dir_grow(c, dir, &in, &e);
-		if (!err)
-			err = fsck_write_inode(c, dir, &in);
+		grown = true;
 	}
+	if (!err && (unindex(c, dir, &in) || grown))
+		err = fsck_write_inode(c, dir, &in);
 	return err;
 }
 
@@ -338,6 +353,8 @@ int fsck_dir_remove(struct fsck_ctx *c, uint32_t dir, uint32_t child, const char
 	struct mfs_inode in;
 	int err = dir_edit(c, dir, &in, &e);
 
+	if (!err && e.done && unindex(c, dir, &in))
+		err = fsck_write_inode(c, dir, &in);
 	return err ? err : e.done ? 0 : -ENOENT;
 }
 

@@ -266,6 +266,15 @@ int fsck_regions(struct fsck_ctx *c);
 int fsck_orphans(struct fsck_ctx *c);
 int fsck_pass1(struct fsck_ctx *c);
 int fsck_pass1b(struct fsck_ctx *c);
+/* pass2dx.c: an indexed directory's index against its entries.  Begin
+ * with its first block in the block list (@left entries on); hand over
+ * each block as pass 2 leaves it; the end checks the index (@check) and
+ * drops it if it does not match (PR_DX_BAD), and frees @dx. */
+struct fsck_dx;
+int fsck_dx_begin(struct fsck_ctx *c, const struct fsck_dblock *run, size_t left,
+		  struct fsck_dx **dx);
+void fsck_dx_block(struct fsck_dx *dx, uint32_t lblk, uint8_t *blk);
+int fsck_dx_end(struct fsck_dx *dx, bool check);
 int fsck_pass2(struct fsck_ctx *c);
 int fsck_pass3(struct fsck_ctx *c);
 int fsck_pass4(struct fsck_ctx *c);

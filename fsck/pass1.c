@@ -163,12 +163,17 @@ static void check_nsec(struct fsck_ctx *c, struct inode_check *k)
 static void check_fields(struct fsck_ctx *c, struct inode_check *k)
 {
 	struct mfs_inode *in = k->in;
-	uint32_t flags = le32toh(in->i_flags);
-	struct fsck_pctx p = { .ino = k->ino, .num = flags & ~MFS_USER_FL_MASK };
+	uint32_t flags = le32toh(in->i_flags), known = MFS_USER_FL_MASK;
+	struct fsck_pctx p = { .ino = k->ino };
 	char why[200];
 
+	/* The index flag belongs to directories, with the feature; pass 2
+	 * judges the index itself. */
+	if (fmt_has_dir_index(&c->sb) && S_ISDIR(le16toh(in->i_mode)))
+		known |= MFS_INDEX_FL;
+	p.num = flags & ~known;
 	if (p.num && fsck_fix(c, PR_INODE_FLAGS, &p)) {
-		in->i_flags = htole32(flags & MFS_USER_FL_MASK);
+		in->i_flags = htole32(flags & known);
 		k->dirty = true;
 	}
 	check_nsec(c, k);

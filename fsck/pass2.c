@@ -395,6 +395,7 @@ static int cmp_dblock(const void *a, const void *b)
 
 static int run(struct fsck_ctx *c, uint8_t *bufs, struct names *names)
 {
+	struct fsck_dx *dx = NULL;
 	uint32_t cur = 0;
 	int err = 0;
 
@@ -414,14 +415,26 @@ static int run(struct fsck_ctx *c, uint8_t *bufs, struct names *names)
 		for (size_t j = 0; j < n && !err && !c->stop; j++) {
 			struct fsck_dblock *db = &c->dblist[i + j];
 
-			if (db->ino != cur)
+			if (db->ino != cur) {
 				names_reset(names);
+				err = fsck_dx_end(dx, true);
+				dx = NULL;
+				if (!err)
+					err = fsck_dx_begin(c, db, c->ndb - i - j, &dx);
+			}
 			cur = db->ino;
-			err = check_one(c, db, bufs + j * c->bs, names);
+			if (!err)
+				err = check_one(c, db, bufs + j * c->bs, names);
+			if (!err)
+				fsck_dx_block(dx, db->lblk, bufs + j * c->bs);
 		}
 		fsck_progress(c, i + n, c->ndb);
 	}
-	return err;
+	if (err) {
+		fsck_dx_end(dx, false);
+		return err;
+	}
+	return fsck_dx_end(dx, true);
 }
 
 int fsck_pass2(struct fsck_ctx *c)

@@ -74,6 +74,7 @@ static void put_token(struct out *o, char t, const struct fsck_pctx *p)
 	case 'b': put(o, "%" PRIu64, p->blk); break;
 	case 'B': put(o, "%" PRIu64, p->blk2); break;
 	case 'N': put(o, "%" PRIu64, p->num); break;
+	case 'x': put(o, "%" PRIx64, p->num); break;
 	case 'M': put(o, "%" PRIu64, p->num2); break;
 	case 'g': put(o, "%" PRIu32, p->group); break;
 	case 'n': put_name(o, p->name ? p->name : "", p->name ? p->namelen : 0); break;

@@ -11,7 +11,7 @@
  * question: what a yes does; NULL for notes.
  * message: names the objects with %-tokens filled from the problem's
  *          context: %i inode, %I second inode, %d directory, %b block,
- *          %B second block, %N number, %M second number, %g group,
+ *          %B second block, %N number (%x: in hex), %M second number, %g group,
  *          %n entry name (escaped), %s text, %% a percent sign.
  *
  * The codes are stable: the report lists them as "<pass>.<CODE>" and the
@@ -43,7 +43,7 @@ FSCK_PROBLEM(SB_TORN, 0, P_PREEN, "Rewrite it",
 FSCK_PROBLEM(SB_BACKUP, 0, P_PREEN, "Rewrite it",
 	"the backup superblock of group %g %s")
 FSCK_PROBLEM(SB_STATE, 0, P_PREEN, "Clear them",
-	"the superblock's state has unknown bits 0x%N")
+	"the superblock's state has unknown bits 0x%x")
 FSCK_PROBLEM(SB_ERRORS_MODE, 0, P_PREEN, "Set it to continue",
 	"the superblock's error behaviour %N is unknown")
 FSCK_PROBLEM(SB_RESERVED, 0, P_PREEN, "Clear them",
@@ -87,7 +87,7 @@ FSCK_PROBLEM(ROOT_NOT_DIR, 1, 0, "Clear",
 FSCK_PROBLEM(JOURNAL_INODE, 1, 0, "Make a new journal",
 	"the journal inode %i %s")
 FSCK_PROBLEM(INODE_FLAGS, 1, P_PREEN, "Clear them",
-	"inode %i has unknown flags 0x%N")
+	"inode %i has unknown flags 0x%x")
 FSCK_PROBLEM(INODE_NSEC, 1, P_PREEN, "Clear it",
 	"inode %i has a nanosecond field of %N")
 FSCK_PROBLEM(INODE_NO_MAP, 1, P_PREEN, "Clear them",
@@ -191,3 +191,9 @@ FSCK_PROBLEM(SB_FREE_INODES, 5, P_PREEN, "Fix",
 FSCK_PROBLEM(MMP_BAD, 0, P_PREEN, "Rewrite it released",
 	"the MMP block %b is damaged (%s); the check goes on without claiming "
 	"the filesystem")
+
+/* ---- directory indexes (pass 2, as each indexed directory ends) ---- */
+FSCK_PROBLEM(DX_BAD, 2, P_PREEN, "Drop it (the directory is read by its entries)",
+	"directory %i: its index %s")
+FSCK_PROBLEM(DX_DROPPED, 3, P_INFO, NULL,
+	"directory %i: its index dropped, as an entry was added or removed")

@@ -40,6 +40,8 @@ static const char usage_text[] =
 "  -O FEATURES    features on (NAME) or off (^NAME), comma-separated:\n"
 "                 mmp: multi-mount protection, on by default for an NBD\n"
 "                 export, off for files and devices\n"
+"                 dir_index: a hashed index on the disk for each directory\n"
+"                 past one block (off by default)\n"
 "  -E OPTS        extended options, comma-separated:\n"
 "                 lazy_journal_init[=0|1]: leave the journal sparse in an\n"
 "                 image file (by default it is allocated on the host)\n"
@@ -163,8 +165,12 @@ static int parse_feature(const char *t, struct mkfs_args *a)
 		a->mmp = 1;
 	else if (!strcmp(t, "^mmp"))
 		a->mmp = 0;
+	else if (!strcmp(t, "dir_index"))
+		a->o.dir_index = true;
+	else if (!strcmp(t, "^dir_index"))
+		a->o.dir_index = false;
 	else
-		return tool_fail("-O %s: unknown feature (mmp, ^mmp)", t);
+		return tool_fail("-O %s: unknown feature (mmp, dir_index, ^NAME)", t);
 	return 0;
 }
 

@@ -6,7 +6,8 @@
  * indexed directories agree with a model through lookups and readdir,
  * with the index's memory ample, tight (indexes dropped and rebuilt) and
  * nil (no index), on both block sizes; the image passes the check after
- * each run.
+ * each run.  The same for the index on the disk (dir_index), whose cost
+ * counts the index blocks read as well.
  *
  * MISCFS_T_ENTRIES sets the big directory's size (default 100,000; the
  * sanitizer builds pass less).
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 
 #include "bdev_test.h"
+#include "fsck.h"
 #include "t_fs.h"
 #include "util.h"
 
@@ -150,10 +152,10 @@ static void same_cost(const struct cost *small, const struct cost *big)
 		 "unlink: %.2f vs %.2f", big->unlink, small->unlink);
 }
 
-static struct bdev *mkfs_big(uint32_t bs, uint64_t bytes, uint32_t inodes)
+static struct bdev *mkfs_big(uint32_t bs, uint64_t bytes, uint32_t inodes, bool dx)
 {
 	struct fmt_mkfs_opts o = { .block_size = bs, .zeroed = true, .now = 1700000000,
-				   .csum_seed = 0x5eed, .inodes = inodes };
+				   .csum_seed = 0x5eed, .inodes = inodes, .dir_index = dx };
 	struct bdev *bd;
 
 	t_ok(bdev_mem_create(bytes, bs, &bd));
@@ -164,7 +166,7 @@ static struct bdev *mkfs_big(uint32_t bs, uint64_t bytes, uint32_t inodes)
 static void test_cost(void)
 {
 	unsigned big = entries_wanted(), ops = UT_MIN(OPS, big);
-	struct bdev *bd = mkfs_big(4096, 512ull << 20, big + 3 * ops + 1024);
+	struct bdev *bd = mkfs_big(4096, 512ull << 20, big + 3 * ops + 1024, false);
 	struct mfs_mount_opts none = { .cache_bytes = 4u << 20, .dirhash_bytes = 1 };
 	struct mfs_fs *fs = tf_mount(bd);
 	uint64_t small_dir = mkdir_(fs, MFS_ROOT_INO, "small");
@@ -207,6 +209,239 @@ static void test_cost(void)
 	t_eq(counter(fs, "dirhash_bytes"), 0);
 	tf_unmount_check(fs, bd);
 	bdev_close(bd);
+}
+
+/* The same with the index on the disk: a lookup reads the same number of
+ * index blocks (the tree's height, at most 3) and walks one directory
+ * block in a directory of 1,000 entries and in the big one, a create or
+ * an unlink as few; nothing is built in memory, and after a mount the
+ * first lookup costs what the others do. */
+static void test_cost_dx(void)
+{
+	unsigned big = entries_wanted(), ops = UT_MIN(OPS, big);
+	struct bdev *bd = mkfs_big(4096, 512ull << 20, big + 3 * ops + 4096, true);
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t small_dir = mkdir_(fs, MFS_ROOT_INO, "small");
+	uint64_t big_dir = mkdir_(fs, MFS_ROOT_INO, "big"), ino, s;
+	struct cost cs, cb;
+	double ixs, ixb;
+
+	fill(fs, small_dir, 1000);
+	fill(fs, big_dir, big);
+	s = counter(fs, "dir_index_blocks_read");
+	cs = measure(fs, small_dir, 1000, ops);
+	ixs = (double)(counter(fs, "dir_index_blocks_read") - s) / (4 * ops);
+	s = counter(fs, "dir_index_blocks_read");
+	cb = measure(fs, big_dir, big, ops);
+	ixb = (double)(counter(fs, "dir_index_blocks_read") - s) / (4 * ops);
+	print_cost("1,000 entries, index on the disk", 1000, &cs);
+	print_cost("big directory, index on the disk", big, &cb);
+	printf("index blocks read per operation: %.2f (1,000 entries), %.2f (%u)\n",
+	       ixs, ixb, big);
+	same_cost(&cs, &cb);
+	t_assert(cb.lookup <= 1.01 && cb.miss <= 0.01, "lookup walks %.2f, miss %.2f",
+		 cb.lookup, cb.miss);
+	t_assert(ixb <= ixs + 2.5 && ixb <= 8, "index reads %.2f vs %.2f", ixb, ixs);
+	t_eq(counter(fs, "dirhash_builds"), 0);
+	tf_unmount_check(fs, bd);
+
+	/* No build after a mount: the first lookup is like any other. */
+	fs = tf_mount(bd);
+	s = counter(fs, "dir_blocks_scanned");
+	t_ok(lookup_(fs, big_dir, "e0000007", &ino));
+	t_assert(counter(fs, "dir_blocks_scanned") - s <= 1, "first lookup walked %" PRIu64,
+		 counter(fs, "dir_blocks_scanned") - s);
+	for (unsigned i = 0; i < big; i++) {
+		char name[32];
+
+		ename(name, sizeof(name), i);
+		t_ok(mfs_unlink(fs, &tf_root, big_dir, name));
+	}
+	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "big"));
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
+/* 1 KiB blocks: 30,000 names grow the index to its full height (a root
+ * over nodes over nodes); each lookup then reads three index blocks;
+ * every name is found and unlinked, and no split took more blocks than
+ * the operation reserved. */
+static void test_deep_dx(void)
+{
+	unsigned n = 30000;
+	struct bdev *bd = mkfs_big(1024, 256ull << 20, n + 1024, true);
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t dir = mkdir_(fs, MFS_ROOT_INO, "deep"), ino, s;
+	char name[32];
+
+	tf_log_capture();
+	fill(fs, dir, n);
+	t_assert(!strstr(tf_log(), "reservation"), "the splits outran the reservation: %s",
+		 tf_log());
+	tf_log_release();
+	tf_unmount_check(fs, bd);
+	fs = tf_mount(bd);
+	s = counter(fs, "dir_index_blocks_read");
+	for (unsigned i = 0; i < n; i++) {
+		ename(name, sizeof(name), (unsigned)(((uint64_t)i * 7919u) % n));
+		t_ok(lookup_(fs, dir, name, &ino));
+	}
+	t_eq((counter(fs, "dir_index_blocks_read") - s) / n, 3);
+	for (unsigned i = 0; i < n; i++) {
+		ename(name, sizeof(name), i);
+		t_ok(mfs_unlink(fs, &tf_root, dir, name));
+	}
+	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "deep"));
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
+/* ---- fsck and a damaged index -------------------------------------------- */
+
+struct dxd {
+	struct fmt_raw raw;
+	uint32_t ino;
+	struct mfs_inode in;
+	uint64_t pblk;
+	uint8_t *blk;
+};
+
+/* Block @lblk of directory @ino into d->blk. */
+static void dxd_read(struct dxd *d, uint64_t lblk)
+{
+	t_ok(fmt_raw_bmap(&d->raw, d->ino, &d->in, lblk, &d->pblk));
+	t_ok(fmt_raw_read(&d->raw, d->pblk, d->blk));
+}
+
+static void dxd_write(struct dxd *d)
+{
+	fmt_block_set_csum(&d->raw.sb, MFS_CSUM_DIR, d->ino, d->blk);
+	t_ok(bdev_write(d->raw.bd, d->pblk * d->raw.bs, d->blk, d->raw.bs));
+}
+
+/* The root, then down the first records to a level-0 block. */
+static void dxd_leaf(struct dxd *d)
+{
+	dxd_read(d, MFS_DX_ROOT_LBLK);
+	while (fmt_dx_head(d->blk)->dx_level)
+		dxd_read(d, le32toh(fmt_dx_recs(d->blk)[0].dr_lblk));
+}
+
+static void dmg_record_block(struct dxd *d)
+{
+	struct mfs_dx_rec *r;
+
+	dxd_leaf(d);
+	r = &fmt_dx_recs(d->blk)[1];
+	r->dr_lblk = htole32(le32toh(r->dr_lblk) ? 0 : 3);
+}
+
+static void dmg_record_gone(struct dxd *d)
+{
+	dxd_leaf(d);
+	fmt_dx_head(d->blk)->dx_count = htole16(le16toh(fmt_dx_head(d->blk)->dx_count) - 1);
+}
+
+static void dmg_records_order(struct dxd *d)
+{
+	struct mfs_dx_rec *r, t;
+
+	dxd_leaf(d);
+	r = fmt_dx_recs(d->blk);
+	t = r[0];
+	r[0] = r[2];
+	r[2] = t;
+}
+
+static void dmg_level(struct dxd *d)
+{
+	dxd_read(d, MFS_DX_ROOT_LBLK);
+	fmt_dx_head(d->blk)->dx_level++;
+}
+
+static void dmg_room(struct dxd *d)
+{
+	dxd_read(d, MFS_DX_ROOT_LBLK);
+	dxd_read(d, le32toh(fmt_dx_root(d->blk)->dr_fmap[0]));
+	memset(fmt_dx_fmap(d->blk), 255, 8);
+}
+
+static void dmg_room_unmapped(struct dxd *d)
+{
+	dxd_read(d, MFS_DX_ROOT_LBLK);
+	fmt_dx_root(d->blk)->dr_fmap_count = 0;
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(struct dxd *d);
+} dx_damage[] = {
+	{ "a record names the wrong block", dmg_record_block },
+	{ "a record is missing", dmg_record_gone },
+	{ "records out of order", dmg_records_order },
+	{ "the root's level raised", dmg_level },
+	{ "the room map overstates", dmg_room },
+	{ "no room map", dmg_room_unmapped },
+};
+
+static unsigned dx_problems;
+
+static enum fsck_answer count_dx(void *arg, const struct fsck_report *r)
+{
+	(void)arg;
+	printf("  fsck: [%s] %s\n", r->code, r->message);
+	dx_problems += !strcmp(r->code, "2.DX_BAD");
+	return r->proposed;
+}
+
+static int fsck_mode(struct bdev *bd, enum fsck_mode mode)
+{
+	struct fsck_opts o = { .mode = mode, .force = true, .problem = count_dx };
+	struct fsck_result r;
+
+	dx_problems = 0;
+	return fsck_run(bd, &o, &r);
+}
+
+/* Each kind of damage to the index: fsck -fn finds it (and nothing
+ * else), -fy drops the index, and then the image is clean, every name is
+ * found, and the directory takes more. */
+static void test_fsck_dx(void)
+{
+	unsigned n = 3000;
+
+	for (size_t k = 0; k < sizeof(dx_damage) / sizeof(dx_damage[0]); k++) {
+		struct bdev *bd = mkfs_big(1024, 64u << 20, 0, true);
+		struct mfs_fs *fs = tf_mount(bd);
+		struct dxd d = { .blk = bdev_alloc_buf(1024) };
+		uint64_t ino;
+		char name[32];
+
+		d.ino = (uint32_t)mkdir_(fs, MFS_ROOT_INO, "d");
+		fill(fs, d.ino, n);
+		tf_unmount_check(fs, bd);
+		t_ok(fmt_raw_open(bd, &d.raw));
+		t_ok(fmt_raw_inode(&d.raw, d.ino, &d.in));
+		t_assert(le32toh(d.in.i_flags) & MFS_INDEX_FL, "no index made");
+		dx_damage[k].fn(&d);
+		dxd_write(&d);
+		fmt_raw_close(&d.raw);
+		printf("%s:\n", dx_damage[k].name);
+		t_eq(fsck_mode(bd, FSCK_NO), 4);
+		t_eq(dx_problems, 1);
+		t_eq(fsck_mode(bd, FSCK_YES) & ~1, 0);
+		t_eq(dx_problems, 1);
+		tf_check(bd, true);
+		fs = tf_mount(bd);
+		for (unsigned i = 0; i < n; i++) {
+			ename(name, sizeof(name), i);
+			t_ok(lookup_(fs, d.ino, name, &ino));
+		}
+		fill(fs, mkdir_(fs, d.ino, "more"), 100);
+		tf_unmount_check(fs, bd);
+		bdev_free_buf(d.blk);
+		bdev_close(bd);
+	}
 }
 
 /* ---- random changes against a model -------------------------------------- */
@@ -410,9 +645,10 @@ static void random_op(struct model *m)
 		op_lookup(m, d1, a);
 }
 
-static void random_run(uint32_t bs, uint64_t budget, unsigned ops, const char *what)
+static void random_run(uint32_t bs, uint64_t budget, unsigned ops, bool dx,
+		       const char *what)
 {
-	struct bdev *bd = tf_mkfs(bs, 64u << 20);
+	struct bdev *bd = mkfs_big(bs, 64u << 20, 0, dx);
 	struct mfs_mount_opts o = { .cache_bytes = 4u << 20, .dirhash_bytes = budget };
 	struct model *m = calloc(1, sizeof(*m));
 
@@ -432,7 +668,11 @@ static void random_run(uint32_t bs, uint64_t budget, unsigned ops, const char *w
 	printf("%s (%u-byte blocks): %" PRIu64 " builds, %" PRIu64 " drops, %" PRIu64
 	       " hits\n", what, bs, counter(m->fs, "dirhash_builds"),
 	       counter(m->fs, "dirhash_drops"), counter(m->fs, "dirhash_hits"));
-	if (budget == 1)
+	if (dx)
+		printf("%s (%u-byte blocks): %" PRIu64 " index blocks read\n", what, bs,
+		       counter(m->fs, "dir_index_blocks_read"));
+	t_assert(!dx || counter(m->fs, "dir_index_blocks_read") > ops, "index unused");
+	if (budget == 1 || dx)
 		t_eq(counter(m->fs, "dirhash_builds"), 0);
 	else
 		t_assert(counter(m->fs, "dirhash_builds") >= NDIRS, "indexes built");
@@ -460,21 +700,33 @@ static unsigned random_ops(void)
 
 static void test_random_ample(void)
 {
-	random_run(4096, 0, random_ops(), "ample index memory");
+	random_run(4096, 0, random_ops(), false, "ample index memory");
 }
 
 /* Room for about one of the two indexes: they take turns. */
 static void test_random_tight(void)
 {
-	random_run(1024, 40u << 10, random_ops(), "tight index memory");
+	random_run(1024, 40u << 10, random_ops(), false, "tight index memory");
 }
 
 static void test_random_no_index(void)
 {
-	random_run(1024, 1, random_ops() / 4, "no index");
+	random_run(1024, 1, random_ops() / 4, false, "no index");
+}
+
+/* With the index on the disk; 1 KiB blocks split its blocks often and
+ * grow it to its full height. */
+static void test_random_dx(void)
+{
+	random_run(4096, 0, random_ops(), true, "index on the disk");
+	random_run(1024, 0, random_ops(), true, "index on the disk");
 }
 
 T_MAIN(T_CASE(test_cost),
        T_CASE(test_random_ample),
        T_CASE(test_random_tight),
-       T_CASE(test_random_no_index))
+       T_CASE(test_random_no_index),
+       T_CASE(test_cost_dx),
+       T_CASE(test_deep_dx),
+       T_CASE(test_fsck_dx),
+       T_CASE(test_random_dx))
