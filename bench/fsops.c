@@ -15,6 +15,14 @@
  *   fsops meta DIR COUNT            COUNT rounds of mkdir d, create d/f,
  *                                   rename d/f d/g, rename d e, unlink e/g,
  *                                   rmdir e -> operations/s (six a round)
+ *   fsops onedir OP DIR N STEP      N empty files in the one directory DIR:
+ *                                   OP create (in order), stat (in the
+ *                                   fixed random order of lookup) or
+ *                                   unlink (in order) -> one line per STEP
+ *                                   files, "FIRST-LAST OPS/s", then the
+ *                                   whole run's OPS/s; create and unlink
+ *                                   end with an fsync of DIR, inside the
+ *                                   last step's time
  *
  * Each prints its figure alone on a line (MB are 10^6 bytes).  Every
  * system call is checked: the first failure is named on stderr and the
@@ -43,7 +51,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: fsops seqwrite FILE SIZE | seqread FILE |\n"
 			"       create DIR N SIZE PERDIR | lookup DIR N PASSES |\n"
-			"       meta DIR COUNT\n");
+			"       meta DIR COUNT | onedir create|stat|unlink DIR N STEP\n");
 	exit(2);
 }
 
@@ -328,6 +336,51 @@ static int meta(char **argv)
 	return 0;
 }
 
+/* One file of "onedir": create, stat or unlink @path. */
+static void onedir_op(char op, const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (op == 'c') {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || close(fd))
+			die("create", path);
+	} else if (op == 's') {
+		if (stat(path, &st))
+			die("stat", path);
+	} else if (unlink(path)) {
+		die("unlink", path);
+	}
+}
+
+static int onedir(char **argv)
+{
+	const char *op = argv[0], *dir = argv[1];
+	uint64_t n = number(argv[2]), step = number(argv[3]);
+	uint64_t *order = strcmp(op, "stat") ? NULL : shuffled(n), t0, ts;
+	char path[4096];
+
+	if ((strcmp(op, "create") && strcmp(op, "stat") && strcmp(op, "unlink")) || !step)
+		usage();
+	t0 = ts = ut_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		file_name(path, sizeof(path), dir, order ? order[i] : i, 0);
+		onedir_op(op[0], path);
+		if (i + 1 == n && op[0] != 's')
+			on_dir(dir, fsync, "fsync");
+		if ((i + 1) % step == 0 || i + 1 == n) {
+			printf("%" PRIu64 "-%" PRIu64 " %.1f\n", i - i % step, i,
+			       (double)(i % step + 1) / seconds_since(ts));
+			fflush(stdout);
+			ts = ut_now_ns();
+		}
+	}
+	printf("%.1f\n", (double)n / seconds_since(t0));
+	free(order);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -340,6 +393,7 @@ int main(int argc, char **argv)
 		{ "create", 4, create },
 		{ "lookup", 3, lookup },
 		{ "meta", 2, meta },
+		{ "onedir", 4, onedir },
 	};
 
 	if (argc < 2)

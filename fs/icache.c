@@ -27,7 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The inode hash starts at 2^IHASH_BITS buckets and doubles whenever it
+ * holds twice as many nodes as buckets, up to 2^IHASH_MAX_BITS: a lookup
+ * stays a short walk with a million inodes the kernel holds. */
 #define IHASH_BITS 14
+#define IHASH_MAX_BITS 24
 /* Nodes kept cached with no user, so that their pages stay too. */
 #define LRU_MAX 8192
 
@@ -39,6 +43,7 @@ void mfs_now(struct timespec *ts)
 int mfs_icache_init(struct mfs_fs *fs)
 {
 	fs->ihash = calloc(1u << IHASH_BITS, sizeof(*fs->ihash));
+	fs->ihash_bits = IHASH_BITS;
 	fs->ihash_mask = (1u << IHASH_BITS) - 1;
 	ut_list_init(&fs->ilru);
 	return fs->ihash ? 0 : -ENOMEM;
@@ -50,9 +55,14 @@ void mfs_icache_destroy(struct mfs_fs *fs)
 	fs->ihash = NULL;
 }
 
+static uint32_t bucket_of(uint32_t ino, unsigned bits)
+{
+	return (ino * 2654435761u) >> (32 - bits);
+}
+
 static struct mfs_node **bucket(struct mfs_fs *fs, uint32_t ino)
 {
-	return &fs->ihash[(ino * 2654435761u) >> (32 - IHASH_BITS)];
+	return &fs->ihash[bucket_of(ino, fs->ihash_bits)];
 }
 
 static struct mfs_node *hash_find(struct mfs_fs *fs, uint32_t ino)
@@ -74,6 +84,30 @@ static void hash_del(struct mfs_fs *fs, struct mfs_node *n)
 	fs->nnodes--;
 }
 
+/* Twice the buckets, every node moved (icache_lock held); without the
+ * memory the table stays as it is, only slower. */
+static void hash_grow(struct mfs_fs *fs)
+{
+	unsigned bits = fs->ihash_bits + 1;
+	struct mfs_node **t = calloc((size_t)1 << bits, sizeof(*t));
+
+	if (!t)
+		return;
+	for (uint32_t b = 0; b <= fs->ihash_mask; b++)
+		while (fs->ihash[b]) {
+			struct mfs_node *n = fs->ihash[b];
+			struct mfs_node **pp = &t[bucket_of(n->ino, bits)];
+
+			fs->ihash[b] = n->hnext;
+			n->hnext = *pp;
+			*pp = n;
+		}
+	free(fs->ihash);
+	fs->ihash = t;
+	fs->ihash_bits = bits;
+	fs->ihash_mask = (1u << bits) - 1;
+}
+
 static void hash_add(struct mfs_fs *fs, struct mfs_node *n)
 {
 	struct mfs_node **pp = bucket(fs, n->ino);
@@ -81,6 +115,8 @@ static void hash_add(struct mfs_fs *fs, struct mfs_node *n)
 	n->hnext = *pp;
 	*pp = n;
 	fs->nnodes++;
+	if (fs->nnodes > 2ull * (fs->ihash_mask + 1) && fs->ihash_bits < IHASH_MAX_BITS)
+		hash_grow(fs);
 }
 
 /* ---- the on-disk inode --------------------------------------------------- */

@@ -128,6 +128,7 @@ struct mfs_fs {
 	uint64_t evict_seq;              /* icache_lock: evictions so far */
 	struct mfs_node **ihash;
 	uint32_t ihash_mask;
+	unsigned ihash_bits;
 	uint64_t nnodes;
 	struct ut_list ilru;             /* nodes nobody uses, oldest first */
 	uint64_t nlru;

@@ -107,6 +107,8 @@ struct fsck_report {
 struct fsck_opts {
 	enum fsck_mode mode;
 	bool force;              /* -f: check even an image marked clean */
+	bool dir_index;          /* -D: index every directory past one block
+	                            (dir_index feature), as e2fsck -D */
 	/*
 	 * Called for every problem, in the order found; returns the answer.
 	 * For FSCK_NO, FSCK_YES and FSCK_PREEN the answer should be

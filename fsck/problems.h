@@ -193,7 +193,11 @@ FSCK_PROBLEM(MMP_BAD, 0, P_PREEN, "Rewrite it released",
 	"the filesystem")
 
 /* ---- directory indexes (pass 2, as each indexed directory ends) ---- */
-FSCK_PROBLEM(DX_BAD, 2, P_PREEN, "Drop it (the directory is read by its entries)",
+FSCK_PROBLEM(DX_BAD, 2, P_PREEN, "Rebuild it",
 	"directory %i: its index %s")
 FSCK_PROBLEM(DX_DROPPED, 3, P_INFO, NULL,
 	"directory %i: its index dropped, as an entry was added or removed")
+FSCK_PROBLEM(DX_BUILT, 2, P_INFO, NULL,
+	"directory %i: index built (-D)")
+FSCK_PROBLEM(DX_TOO_BIG, 2, P_INFO, NULL,
+	"directory %i: more entries than an index holds: index dropped")

@@ -50,7 +50,7 @@ struct cli {
 	const char *image;
 	enum fsck_mode mode;
 	char mode_opt;           /* the letter that chose it; 0: none given */
-	bool force, verbose;
+	bool force, verbose, dir_index;
 	int progress_fd;         /* -C: -1 none, 0 a bar on stdout, N > 0 lines
 	                            to fd N */
 	const char *json_path;

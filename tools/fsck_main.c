@@ -20,7 +20,7 @@
 #include "util.h"
 
 static const char usage_text[] =
-"Usage: fsck.miscfs [-n|-y|-p|-a] [-f] [-v] [-C FD] [-j FILE] IMAGE\n"
+"Usage: fsck.miscfs [-n|-y|-p|-a] [-f] [-D] [-v] [-C FD] [-j FILE] IMAGE\n"
 "       fsck.miscfs --list-problems | -V | -h\n"
 "\n"
 "Check a miscfs filesystem (an image file, a block device or an NBD\n"
@@ -33,6 +33,8 @@ static const char usage_text[] =
 "                 first problem that is not\n"
 "                 (without -n, -y or -p every question is asked on the terminal)\n"
 "  -f             check even a filesystem marked clean\n"
+"  -D             give every directory of more than one block a hashed\n"
+"                 index (a filesystem with the dir_index feature)\n"
 "  -v             detailed statistics at the end\n"
 "  -C FD          progress: 0 a bar on the terminal, N>0 lines\n"
 "                 \"pass current max image\" to file descriptor N\n"
@@ -113,6 +115,7 @@ static int parse_opt(struct cli *c, int opt, const char *arg)
 	case 'n': case 'y': case 'p': case 'a':
 		return set_mode(c, opt);
 	case 'f': c->force = true; return ARGS_RUN;
+	case 'D': c->dir_index = true; return ARGS_RUN;
 	case 'v': c->verbose = true; return ARGS_RUN;
 	case 'C': return set_progress(c, arg);
 	case 'j': c->json_path = arg; return ARGS_RUN;
@@ -142,7 +145,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	int opt, r = ARGS_RUN;
 
 	while (r == ARGS_RUN &&
-	       (opt = getopt_long(argc, argv, "nypafvC:j:Vh", longs, NULL)) != -1)
+	       (opt = getopt_long(argc, argv, "nypafDvC:j:Vh", longs, NULL)) != -1)
 		r = parse_opt(c, opt, optarg);
 	if (r != ARGS_RUN)
 		return r;
@@ -150,6 +153,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		return usage_error(optind < argc ? "one IMAGE only" : "no IMAGE given",
 				   NULL);
 	c->image = argv[optind];
+	if (c->dir_index && c->mode == FSCK_NO)
+		return usage_error("-D changes the filesystem: it cannot go with -n", NULL);
 	if (c->progress_fd == STDOUT_FILENO && c->json_path && !strcmp(c->json_path, "-"))
 		return usage_error("-C 1 and -j - would both write to stdout", NULL);
 	return ARGS_RUN;
@@ -240,7 +245,8 @@ static int lock_image(struct cli *c, const char **error)
 static int run(struct cli *c, struct fsck_result *res, const char **error)
 {
 	struct fsck_opts o = {
-		.mode = c->mode, .force = c->force, .problem = cli_on_problem,
+		.mode = c->mode, .force = c->force, .dir_index = c->dir_index,
+		.problem = cli_on_problem,
 		.pass_start = cli_on_pass, .progress = cli_on_progress, .arg = c,
 		.cancel = &cli_cancel,
 	};

@@ -403,9 +403,26 @@ static int fsck_mode(struct bdev *bd, enum fsck_mode mode)
 	return fsck_run(bd, &o, &r);
 }
 
+/* Every name e0..e<n-1> of @dir is found, through the index (with the
+ * flag) in a few blocks read each; the directory takes 100 more. */
+static void all_found(struct bdev *bd, uint32_t dir, unsigned n)
+{
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t ino, s = counter(fs, "dir_index_blocks_read");
+	char name[32];
+
+	for (unsigned i = 0; i < n; i++) {
+		ename(name, sizeof(name), i);
+		t_ok(lookup_(fs, dir, name, &ino));
+	}
+	t_assert(counter(fs, "dir_index_blocks_read") - s >= 2ull * n, "index not used");
+	fill(fs, mkdir_(fs, dir, "more"), 100);
+	tf_unmount_check(fs, bd);
+}
+
 /* Each kind of damage to the index: fsck -fn finds it (and nothing
- * else), -fy drops the index, and then the image is clean, every name is
- * found, and the directory takes more. */
+ * else), -fy rebuilds the index, and then the image is clean and every
+ * name is found through it. */
 static void test_fsck_dx(void)
 {
 	unsigned n = 3000;
@@ -414,8 +431,6 @@ static void test_fsck_dx(void)
 		struct bdev *bd = mkfs_big(1024, 64u << 20, 0, true);
 		struct mfs_fs *fs = tf_mount(bd);
 		struct dxd d = { .blk = bdev_alloc_buf(1024) };
-		uint64_t ino;
-		char name[32];
 
 		d.ino = (uint32_t)mkdir_(fs, MFS_ROOT_INO, "d");
 		fill(fs, d.ino, n);
@@ -432,14 +447,50 @@ static void test_fsck_dx(void)
 		t_eq(fsck_mode(bd, FSCK_YES) & ~1, 0);
 		t_eq(dx_problems, 1);
 		tf_check(bd, true);
-		fs = tf_mount(bd);
-		for (unsigned i = 0; i < n; i++) {
-			ename(name, sizeof(name), i);
-			t_ok(lookup_(fs, d.ino, name, &ino));
-		}
-		fill(fs, mkdir_(fs, d.ino, "more"), 100);
-		tf_unmount_check(fs, bd);
+		all_found(bd, d.ino, n);
 		bdev_free_buf(d.blk);
+		bdev_close(bd);
+	}
+}
+
+/* An image made without the feature gains it (the superblock's bit, as
+ * tune2fs -O dir_index would set it) and fsck -D indexes its big
+ * directories: block 1's entries move to the end for the root.  A second
+ * fsck finds the index right. */
+static void test_fsck_build(void)
+{
+	struct fsck_opts o = { .mode = FSCK_YES, .force = true, .dir_index = true,
+			       .problem = count_dx };
+	struct fsck_result r;
+
+	for (uint32_t bs = 1024; bs <= 4096; bs *= 4) {
+		struct bdev *bd = mkfs_big(bs, 64u << 20, 24000, false);
+		struct mfs_fs *fs = tf_mount(bd);
+		uint32_t dir = (uint32_t)mkdir_(fs, MFS_ROOT_INO, "d");
+		struct fmt_raw raw;
+		struct mfs_super *sb;
+		uint8_t *blk = bdev_alloc_buf(bs);
+
+		printf("%u-byte blocks:\n", bs);
+		fill(fs, dir, 20000);
+		fill(fs, mkdir_(fs, MFS_ROOT_INO, "two-blocks"), bs / 12);
+		tf_unmount_check(fs, bd);
+		t_ok(bdev_read(bd, 0, blk, bs));
+		sb = (void *)(blk + (bs == 1024 ? 0 : 1024));
+		if (bs == 1024)
+			t_ok(bdev_read(bd, 1024, blk, bs));
+		sb->s_feature_ro_compat |= htole32(MFS_FEATURE_RO_COMPAT_DIR_INDEX);
+		fmt_sb_set_csum(sb);
+		t_ok(bdev_write(bd, bs == 1024 ? 1024 : 0, blk, bs));
+		t_eq(fsck_run(bd, &o, &r) & ~1, 0);
+		t_ok(fmt_raw_open(bd, &raw));
+		struct mfs_inode in;
+		t_ok(fmt_raw_inode(&raw, dir, &in));
+		fmt_raw_close(&raw);
+		t_assert(le32toh(in.i_flags) & MFS_INDEX_FL, "no index built");
+		tf_check(bd, true);
+		all_found(bd, dir, 20000);
+		bdev_free_buf(blk);
 		bdev_close(bd);
 	}
 }
@@ -729,4 +780,5 @@ T_MAIN(T_CASE(test_cost),
        T_CASE(test_cost_dx),
        T_CASE(test_deep_dx),
        T_CASE(test_fsck_dx),
+       T_CASE(test_fsck_build),
        T_CASE(test_random_dx))
