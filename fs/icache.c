@@ -53,6 +53,7 @@ void mfs_icache_destroy(struct mfs_fs *fs)
 {
 	free(fs->ihash);
 	fs->ihash = NULL;
+	mfs_stub_free(&fs->stubs);
 }
 
 static uint32_t bucket_of(uint32_t ino, unsigned bits)
@@ -339,6 +340,7 @@ static int iget(struct mfs_fs *fs, uint64_t ino64, bool unlinked,
 		n->last_tid = fs->evicted_tid;
 		n->last_data_tid = fs->evicted_data_tid;
 		n->dirty_tid = fs->evicted_dirty;
+		n->nlookup = mfs_stub_take(&fs->stubs, ino);
 		hash_add(fs, n);
 	}
 	pthread_mutex_unlock(&fs->icache_lock);
@@ -402,7 +404,7 @@ int mfs_inew(struct mfs_fs *fs, uint32_t ino, const struct mfs_inode *raw,
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->icache_lock);
-	if (find_live(fs, ino)) {
+	if (find_live(fs, ino) || mfs_stub_take(&fs->stubs, ino)) {
 		pthread_mutex_unlock(&fs->icache_lock);
 		node_free(n);
 		return mfs_error(fs, "inode %" PRIu32 " allocated while in use", ino);
@@ -581,6 +583,22 @@ static void freed_one(void)
 		malloc_trim(0);
 }
 
+/*
+ * A node the kernel still knows (mounted: at unmount it lets go) leaves
+ * a stub of its number and lookup count.  Without the memory for one the
+ * node stays, back at the LRU's end (icache_lock held).
+ */
+static bool keep_known(struct mfs_fs *fs, struct mfs_node *n, bool final)
+{
+	if (final || !n->nlookup || !mfs_stub_put(&fs->stubs, (uint32_t)n->ino, n->nlookup))
+		return false;
+	n->freeing = false;
+	ut_list_add_tail(&fs->ilru, &n->lru);
+	fs->nlru++;
+	pthread_cond_broadcast(&fs->icache_cond);
+	return true;
+}
+
 static void evict_and_free(struct mfs_node *n, bool final)
 {
 	struct mfs_fs *fs = n->fs;
@@ -591,7 +609,7 @@ static void evict_and_free(struct mfs_node *n, bool final)
 	pthread_mutex_unlock(&n->lock);     /* the last writer's changes seen */
 	orphan = evicting_orphan(n);
 	pthread_mutex_lock(&fs->icache_lock);
-	if (keep_stuck(fs, n, orphan, final)) {
+	if (keep_stuck(fs, n, orphan, final) || keep_known(fs, n, final)) {
 		pthread_mutex_unlock(&fs->icache_lock);
 		return;
 	}
@@ -670,24 +688,36 @@ void mfs_iput(struct mfs_node *n)
 	struct mfs_node *victim = NULL;
 
 	pthread_mutex_lock(&fs->icache_lock);
-	if (--n->refs == 0 && n->nlookup == 0)
+	if (--n->refs == 0 && (n->nlookup == 0 || n->raw.i_links_count))
 		victim = unused(fs, n);
 	pthread_mutex_unlock(&fs->icache_lock);
 	if (victim)
 		evict_and_free(victim, false);
 }
 
+/*
+ * The kernel forgets: the node's count, or its stub's.  A node being
+ * evicted is waited for, since it may be turning into a stub.  Only an
+ * unlinked node the kernel alone held goes now; an unused linked one
+ * is on the LRU already, and one in use goes through its last mfs_iput.
+ */
 void mfs_icache_forget(struct mfs_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct mfs_node *n;
 
+	if (ino > UINT32_MAX)
+		return;
 	pthread_mutex_lock(&fs->icache_lock);
-	n = ino <= UINT32_MAX ? hash_find(fs, (uint32_t)ino) : NULL;
-	if (n && !n->freeing) {
-		n->nlookup -= UT_MIN(nlookup, n->nlookup);
-		n->refs++;
+	while ((n = hash_find(fs, (uint32_t)ino)) && n->freeing && !n->stuck)
+		ut_cond_wait(&fs->icache_cond, &fs->icache_lock);
+	if (!n) {
+		mfs_stub_forget(&fs->stubs, (uint32_t)ino, nlookup);
 	} else {
-		n = NULL;
+		n->nlookup -= UT_MIN(nlookup, n->nlookup);
+		if (n->refs || !ut_list_empty(&n->lru) || n->freeing)
+			n = NULL;
+		else
+			n->refs++;
 	}
 	pthread_mutex_unlock(&fs->icache_lock);
 	if (n)

@@ -54,4 +54,15 @@ int mfs_orphans_process(struct mfs_fs *fs);
 uint64_t mfs_evict_seq(struct mfs_fs *fs);
 bool mfs_wait_forgotten(struct mfs_fs *fs, uint64_t seq, const struct timespec *until);
 
+/* istub.c: inodes only the kernel knows, as (number, lookup count);
+ * under icache_lock.  put: -ENOMEM (the caller keeps its node) or
+ * -EINVAL for a count a stub cannot hold. */
+int mfs_stub_put(struct mfs_stubs *t, uint32_t ino, uint64_t nlookup);
+/* The lookup count of @ino's stub, which goes; 0: none. */
+uint64_t mfs_stub_take(struct mfs_stubs *t, uint32_t ino);
+/* @nlookup fewer (the stub goes at 0); false: no stub of @ino. */
+bool mfs_stub_forget(struct mfs_stubs *t, uint32_t ino, uint64_t nlookup);
+size_t mfs_stub_bytes(const struct mfs_stubs *t);
+void mfs_stub_free(struct mfs_stubs *t);
+
 #endif /* MISCFS_FS_ICACHE_H */

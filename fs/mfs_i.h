@@ -84,6 +84,13 @@ struct mfs_handle {
 
 #define MFS_ERROR_FUNCS 16u
 
+/* The stubs of istub.c (icache.h). */
+struct mfs_stubs {
+	uint64_t *slot;
+	uint32_t mask, count;
+	unsigned bits;
+};
+
 struct mfs_fs {
 	struct bdev *bd;
 	struct mfs_super sb;             /* geometry; read-only after mount */
@@ -129,6 +136,8 @@ struct mfs_fs {
 	struct mfs_node **ihash;
 	uint32_t ihash_mask;
 	unsigned ihash_bits;
+	struct mfs_stubs stubs;          /* icache_lock: inodes only the kernel
+	                                    knows (istub.c) */
 	uint64_t nnodes;
 	struct ut_list ilru;             /* nodes nobody uses, oldest first */
 	uint64_t nlru;

@@ -3,6 +3,7 @@
  * the page cache's and the journal's counters.
  */
 #include "mfs_i.h"
+#include "icache.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -26,16 +27,21 @@ static void put(struct out *o, const char *key, uint64_t v)
 
 static void fs_stats(struct mfs_fs *fs, struct out *o)
 {
-	uint64_t nodes, fb, fi;
+	uint64_t nodes, stubs, stub_bytes, fb, fi;
 
 	pthread_mutex_lock(&fs->icache_lock);
 	nodes = fs->nnodes;
+	stubs = fs->stubs.count;
+	stub_bytes = mfs_stub_bytes(&fs->stubs);
 	pthread_mutex_unlock(&fs->icache_lock);
 	pthread_mutex_lock(&fs->count_lock);
 	fb = fs->free_blocks;
 	fi = fs->free_inodes;
 	pthread_mutex_unlock(&fs->count_lock);
 	put(o, "fs_inodes_cached", nodes);
+	put(o, "fs_inode_node_bytes", nodes * sizeof(struct mfs_node));
+	put(o, "fs_inode_stubs", stubs);
+	put(o, "fs_inode_stub_bytes", stub_bytes);
 	put(o, "fs_free_blocks", fb);
 	put(o, "fs_free_inodes", fi);
 	put(o, "fs_lookups", LOAD(fs->st.lookups));

@@ -25,18 +25,6 @@
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static uint64_t counter(struct mfs_fs *fs, const char *key)
-{
-	static char buf[16384];
-	size_t n = mfs_stats_format(fs, buf, sizeof(buf)), klen = strlen(key);
-
-	t_assert(n < sizeof(buf), "statistics of %zu bytes", n);
-	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, klen) && p[klen] == ':')
-			return strtoull(p + klen + 1, NULL, 10);
-	t_fail("no %s in the statistics", key);
-}
-
 static uint64_t mkdir_(struct mfs_fs *fs, uint64_t parent, const char *name)
 {
 	struct stat st;
@@ -105,29 +93,29 @@ static struct cost measure(struct mfs_fs *fs, uint64_t dir, unsigned n, unsigned
 {
 	struct cost c;
 	char name[32];
-	uint64_t ino, s = counter(fs, "dir_blocks_scanned");
+	uint64_t ino, s = tf_counter(fs, "dir_blocks_scanned");
 
 	for (unsigned i = 0; i < ops; i++) {
 		ename(name, sizeof(name), (unsigned)(((uint64_t)i * 7919u) % n));
 		t_ok(lookup_(fs, dir, name, &ino));
 	}
-	c.lookup = (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
-	s = counter(fs, "dir_blocks_scanned");
+	c.lookup = (double)(tf_counter(fs, "dir_blocks_scanned") - s) / ops;
+	s = tf_counter(fs, "dir_blocks_scanned");
 	for (unsigned i = 0; i < ops; i++) {
 		snprintf(name, sizeof(name), "missing%u", i);
 		t_eq(lookup_(fs, dir, name, &ino), -ENOENT);
 	}
-	c.miss = (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
+	c.miss = (double)(tf_counter(fs, "dir_blocks_scanned") - s) / ops;
 	/* Each create undone at once: the directory keeps its size. */
 	c.create = c.unlink = 0;
 	for (unsigned i = 0; i < ops; i++) {
 		snprintf(name, sizeof(name), "new%u", i);
-		s = counter(fs, "dir_blocks_scanned");
+		s = tf_counter(fs, "dir_blocks_scanned");
 		t_ok(mknod_(fs, dir, name, &ino));
-		c.create += (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
-		s = counter(fs, "dir_blocks_scanned");
+		c.create += (double)(tf_counter(fs, "dir_blocks_scanned") - s) / ops;
+		s = tf_counter(fs, "dir_blocks_scanned");
 		t_ok(mfs_unlink(fs, &tf_root, dir, name));
-		c.unlink += (double)(counter(fs, "dir_blocks_scanned") - s) / ops;
+		c.unlink += (double)(tf_counter(fs, "dir_blocks_scanned") - s) / ops;
 	}
 	return c;
 }
@@ -180,10 +168,10 @@ static void test_cost(void)
 	print_cost("small directory", 100, &cs);
 	print_cost("big directory, indexed", big, &cb);
 	same_cost(&cs, &cb);
-	t_eq(counter(fs, "dirhash_drops"), 0);
-	t_eq(counter(fs, "dirhash_builds"), 1);       /* the small one has none */
-	t_assert(counter(fs, "dirhash_hits") >= 4ull * ops, "index hits");
-	t_assert(counter(fs, "dirhash_bytes") > 0 && counter(fs, "dirhash_dirs") == 1,
+	t_eq(tf_counter(fs, "dirhash_drops"), 0);
+	t_eq(tf_counter(fs, "dirhash_builds"), 1);       /* the small one has none */
+	t_assert(tf_counter(fs, "dirhash_hits") >= 4ull * ops, "index hits");
+	t_assert(tf_counter(fs, "dirhash_bytes") > 0 && tf_counter(fs, "dirhash_dirs") == 1,
 		 "index memory accounted");
 	tf_unmount_check(fs, bd);
 
@@ -192,8 +180,8 @@ static void test_cost(void)
 	cw = measure(fs, big_dir, big, ops / 10);
 	print_cost("big directory, no index", big, &cw);
 	t_assert(cw.lookup > 10 * cb.lookup + 10, "walks not counted: %.2f", cw.lookup);
-	t_eq(counter(fs, "dirhash_builds"), 0);
-	t_eq(counter(fs, "dirhash_bytes"), 0);
+	t_eq(tf_counter(fs, "dirhash_builds"), 0);
+	t_eq(tf_counter(fs, "dirhash_bytes"), 0);
 	tf_unmount_check(fs, bd);
 
 	/* Emptied through its index, the big directory can go. */
@@ -205,8 +193,8 @@ static void test_cost(void)
 		t_ok(mfs_unlink(fs, &tf_root, big_dir, name));
 	}
 	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "big"));
-	t_eq(counter(fs, "dirhash_dirs"), 0);           /* gone with its inode */
-	t_eq(counter(fs, "dirhash_bytes"), 0);
+	t_eq(tf_counter(fs, "dirhash_dirs"), 0);           /* gone with its inode */
+	t_eq(tf_counter(fs, "dirhash_bytes"), 0);
 	tf_unmount_check(fs, bd);
 	bdev_close(bd);
 }
@@ -228,12 +216,12 @@ static void test_cost_dx(void)
 
 	fill(fs, small_dir, 1000);
 	fill(fs, big_dir, big);
-	s = counter(fs, "dir_index_blocks_read");
+	s = tf_counter(fs, "dir_index_blocks_read");
 	cs = measure(fs, small_dir, 1000, ops);
-	ixs = (double)(counter(fs, "dir_index_blocks_read") - s) / (4 * ops);
-	s = counter(fs, "dir_index_blocks_read");
+	ixs = (double)(tf_counter(fs, "dir_index_blocks_read") - s) / (4 * ops);
+	s = tf_counter(fs, "dir_index_blocks_read");
 	cb = measure(fs, big_dir, big, ops);
-	ixb = (double)(counter(fs, "dir_index_blocks_read") - s) / (4 * ops);
+	ixb = (double)(tf_counter(fs, "dir_index_blocks_read") - s) / (4 * ops);
 	print_cost("1,000 entries, index on the disk", 1000, &cs);
 	print_cost("big directory, index on the disk", big, &cb);
 	printf("index blocks read per operation: %.2f (1,000 entries), %.2f (%u)\n",
@@ -242,15 +230,15 @@ static void test_cost_dx(void)
 	t_assert(cb.lookup <= 1.01 && cb.miss <= 0.01, "lookup walks %.2f, miss %.2f",
 		 cb.lookup, cb.miss);
 	t_assert(ixb <= ixs + 2.5 && ixb <= 8, "index reads %.2f vs %.2f", ixb, ixs);
-	t_eq(counter(fs, "dirhash_builds"), 0);
+	t_eq(tf_counter(fs, "dirhash_builds"), 0);
 	tf_unmount_check(fs, bd);
 
 	/* No build after a mount: the first lookup is like any other. */
 	fs = tf_mount(bd);
-	s = counter(fs, "dir_blocks_scanned");
+	s = tf_counter(fs, "dir_blocks_scanned");
 	t_ok(lookup_(fs, big_dir, "e0000007", &ino));
-	t_assert(counter(fs, "dir_blocks_scanned") - s <= 1, "first lookup walked %" PRIu64,
-		 counter(fs, "dir_blocks_scanned") - s);
+	t_assert(tf_counter(fs, "dir_blocks_scanned") - s <= 1, "first lookup walked %" PRIu64,
+		 tf_counter(fs, "dir_blocks_scanned") - s);
 	for (unsigned i = 0; i < big; i++) {
 		char name[32];
 
@@ -281,12 +269,12 @@ static void test_deep_dx(void)
 	tf_log_release();
 	tf_unmount_check(fs, bd);
 	fs = tf_mount(bd);
-	s = counter(fs, "dir_index_blocks_read");
+	s = tf_counter(fs, "dir_index_blocks_read");
 	for (unsigned i = 0; i < n; i++) {
 		ename(name, sizeof(name), (unsigned)(((uint64_t)i * 7919u) % n));
 		t_ok(lookup_(fs, dir, name, &ino));
 	}
-	t_eq((counter(fs, "dir_index_blocks_read") - s) / n, 3);
+	t_eq((tf_counter(fs, "dir_index_blocks_read") - s) / n, 3);
 	for (unsigned i = 0; i < n; i++) {
 		ename(name, sizeof(name), i);
 		t_ok(mfs_unlink(fs, &tf_root, dir, name));
@@ -408,14 +396,14 @@ static int fsck_mode(struct bdev *bd, enum fsck_mode mode)
 static void all_found(struct bdev *bd, uint32_t dir, unsigned n)
 {
 	struct mfs_fs *fs = tf_mount(bd);
-	uint64_t ino, s = counter(fs, "dir_index_blocks_read");
+	uint64_t ino, s = tf_counter(fs, "dir_index_blocks_read");
 	char name[32];
 
 	for (unsigned i = 0; i < n; i++) {
 		ename(name, sizeof(name), i);
 		t_ok(lookup_(fs, dir, name, &ino));
 	}
-	t_assert(counter(fs, "dir_index_blocks_read") - s >= 2ull * n, "index not used");
+	t_assert(tf_counter(fs, "dir_index_blocks_read") - s >= 2ull * n, "index not used");
 	fill(fs, mkdir_(fs, dir, "more"), 100);
 	tf_unmount_check(fs, bd);
 }
@@ -717,18 +705,18 @@ static void random_run(uint32_t bs, uint64_t budget, unsigned ops, bool dx,
 		}
 	}
 	printf("%s (%u-byte blocks): %" PRIu64 " builds, %" PRIu64 " drops, %" PRIu64
-	       " hits\n", what, bs, counter(m->fs, "dirhash_builds"),
-	       counter(m->fs, "dirhash_drops"), counter(m->fs, "dirhash_hits"));
+	       " hits\n", what, bs, tf_counter(m->fs, "dirhash_builds"),
+	       tf_counter(m->fs, "dirhash_drops"), tf_counter(m->fs, "dirhash_hits"));
 	if (dx)
 		printf("%s (%u-byte blocks): %" PRIu64 " index blocks read\n", what, bs,
-		       counter(m->fs, "dir_index_blocks_read"));
-	t_assert(!dx || counter(m->fs, "dir_index_blocks_read") > ops, "index unused");
+		       tf_counter(m->fs, "dir_index_blocks_read"));
+	t_assert(!dx || tf_counter(m->fs, "dir_index_blocks_read") > ops, "index unused");
 	if (budget == 1 || dx)
-		t_eq(counter(m->fs, "dirhash_builds"), 0);
+		t_eq(tf_counter(m->fs, "dirhash_builds"), 0);
 	else
-		t_assert(counter(m->fs, "dirhash_builds") >= NDIRS, "indexes built");
+		t_assert(tf_counter(m->fs, "dirhash_builds") >= NDIRS, "indexes built");
 	if (budget == 0)
-		t_eq(counter(m->fs, "dirhash_drops"), 0);
+		t_eq(tf_counter(m->fs, "dirhash_drops"), 0);
 	tf_unmount_check(m->fs, bd);
 
 	/* Mounted again, a fresh index agrees with the model. */

@@ -219,3 +219,15 @@ void tf_list(struct mfs_fs *fs, uint64_t dir, char *buf, size_t size)
 	}
 	free(nm);
 }
+
+uint64_t tf_counter(struct mfs_fs *fs, const char *key)
+{
+	static char buf[16384];
+	size_t n = mfs_stats_format(fs, buf, sizeof(buf)), klen = strlen(key);
+
+	t_assert(n < sizeof(buf), "statistics of %zu bytes", n);
+	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return strtoull(p + klen + 1, NULL, 10);
+	t_fail("no %s in the statistics", key);
+}

@@ -39,6 +39,8 @@ void tf_write(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len, unsigne
 /* Read back and compare what tf_write wrote. */
 void tf_verify(struct mfs_fs *fs, uint64_t ino, uint64_t off, size_t len, unsigned seed);
 uint8_t tf_pattern(uint64_t pos, unsigned seed);
+/* The value of @key in the filesystem's statistics (/.miscfs/stats). */
+uint64_t tf_counter(struct mfs_fs *fs, const char *key);
 /* Entry names of a directory, "\n"-separated and sorted, into @buf. */
 void tf_list(struct mfs_fs *fs, uint64_t dir, char *buf, size_t size);
 

@@ -593,6 +593,63 @@ static void orphans(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: orphans (%u)\n", bs);
 }
 
+/*
+ * Inodes the kernel still knows but nothing uses shrink to stubs: made
+ * and looked up, 14,000 of them keep at most the LRU's worth of nodes;
+ * each comes back whole when used (its data too), an unlink of one goes
+ * when the kernel forgets it, and the stubs go with the forgets.
+ */
+static void stubs(struct mfs_fs *fs, struct bdev *bd)
+{
+	unsigned n = 14000;
+	uint64_t *ino = calloc(n, sizeof(*ino)), d;
+	struct statvfs a, b;
+	struct stat st;
+	char name[32];
+
+	t_ok(mfs_statfs(fs, &a));
+	d = mkdir_(fs, MFS_ROOT_INO, "d");
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		t_ok(mfs_mknod(fs, &tf_root, d, name, S_IFREG | 0644, 0, &st, NULL));
+		ino[i] = st.st_ino;
+		if (i % 1000 == 0)
+			tf_write(fs, ino[i], 0, bs + 7, i);
+	}
+	printf("stubs (%u): %" PRIu64 " nodes, %" PRIu64 " stubs in %" PRIu64 " bytes\n",
+	       bs, tf_counter(fs, "fs_inodes_cached"), tf_counter(fs, "fs_inode_stubs"),
+	       tf_counter(fs, "fs_inode_stub_bytes"));
+	t_assert(tf_counter(fs, "fs_inodes_cached") <= 8192 + 64, "nodes kept");
+	t_assert(tf_counter(fs, "fs_inode_stubs") >= n - 8192, "no stubs");
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		t_ok(mfs_lookup(fs, &tf_root, d, name, &st, NULL));
+		t_eq(st.st_ino, ino[i]);
+		t_eq(st.st_size, i % 1000 ? 0 : bs + 7);
+		if (i % 1000 == 0)
+			tf_verify(fs, ino[i], 0, bs + 7, i);
+		mfs_forget(fs, ino[i], 1);          /* the first lookup stays */
+	}
+	for (unsigned i = 0; i < n; i += 2) {
+		snprintf(name, sizeof(name), "f%u", i);
+		t_ok(mfs_unlink(fs, &tf_root, d, name));
+	}
+	for (unsigned i = 0; i < n; i++)
+		mfs_forget(fs, ino[i], 1);
+	t_eq(tf_counter(fs, "fs_inode_stubs"), 0);
+	for (unsigned i = 1; i < n; i += 2) {
+		snprintf(name, sizeof(name), "f%u", i);
+		t_ok(mfs_unlink(fs, &tf_root, d, name));
+	}
+	t_ok(mfs_rmdir(fs, &tf_root, MFS_ROOT_INO, "d"));
+	t_ok(mfs_sync(fs));
+	t_ok(mfs_statfs(fs, &b));
+	t_eq(a.f_ffree, b.f_ffree);
+	t_eq(a.f_bfree, b.f_bfree);
+	tf_unmount_check(fs, bd);
+	free(ino);
+}
+
 static void rename_(struct mfs_fs *fs, struct bdev *bd)
 {
 	uint64_t a = mkdir_(fs, MFS_ROOT_INO, "a"), b = mkdir_(fs, a, "b");
@@ -713,6 +770,7 @@ static void test_readdir_plus(void) { each(readdir_plus, 16u << 20); }
 static void test_full(void) { each(full, 8u << 20); }
 static void test_orphans(void) { each(orphans, 16u << 20); }
 static void test_rename(void) { each(rename_, 16u << 20); }
+static void test_stubs(void) { each(stubs, 64u << 20); }
 static void test_create_fails(void) { each(create_fails, 8u << 20); }
 
 T_MAIN(T_CASE(test_names),
@@ -727,4 +785,5 @@ T_MAIN(T_CASE(test_names),
        T_CASE(test_full),
        T_CASE(test_orphans),
        T_CASE(test_rename),
+       T_CASE(test_stubs),
        T_CASE(test_create_fails))
