@@ -85,7 +85,8 @@
 #define MFS_INDEX_FL            0x00001000u  /* directory: hashed index */
 #define MFS_JOURNAL_DATA_FL     0x00004000u
 #define MFS_DIRSYNC_FL          0x00010000u
-#define MFS_USER_FL_MASK        0x000140F8u
+#define MFS_USER_FL_MASK        0x000140F8u  /* what chattr may change */
+#define MFS_USER_FL_VISIBLE     (MFS_USER_FL_MASK | MFS_INDEX_FL)  /* lsattr */
 
 /* Directory entry file types. */
 #define MFS_FT_UNKNOWN          0

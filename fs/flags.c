@@ -60,7 +60,7 @@ int mfs_sync_if_flagged(struct mfs_node *n, bool dir)
 static int set_flags_check(struct mfs_node *n, const struct mfs_cred *cr,
 			   uint32_t flags)
 {
-	uint32_t old = mfs_node_flags(n), changed = old ^ flags;
+	uint32_t old = mfs_node_flags(n) & MFS_USER_FL_MASK, changed = old ^ flags;
 	bool root = !cr || cr->uid == 0;
 
 	if (!root && cr->uid != le32toh(n->raw.i_uid))
@@ -111,7 +111,9 @@ int mfs_disk_set_flags(struct mfs_node *n, const struct mfs_cred *cr,
 	if (err)
 		return err;
 	pthread_rwlock_wrlock(&n->rwsem);
-	err = set_flags_locked(n, cr, flags);
+	/* What lsattr showed comes back: the index flag is the filesystem's
+	 * to keep, as ext4 keeps it. */
+	err = set_flags_locked(n, cr, flags & ~MFS_INDEX_FL);
 	pthread_rwlock_unlock(&n->rwsem);
 	return err;
 }

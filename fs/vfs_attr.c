@@ -79,7 +79,7 @@ int mfs_get_flags(struct mfs_fs *fs, uint64_t ino, uint32_t *flags)
 	if (err)
 		return err;
 	pthread_mutex_lock(&n->lock);
-	*flags = mfs_node_flags(n) & MFS_USER_FL_MASK;
+	*flags = mfs_node_flags(n) & MFS_USER_FL_VISIBLE;
 	pthread_mutex_unlock(&n->lock);
 	mfs_iput(n);
 	return 0;

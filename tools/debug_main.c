@@ -35,6 +35,8 @@ static const char usage_text[] =
 "  groups         every group descriptor, bitmap checksums verified\n"
 "  inode N        inode N\n"
 "  ls PATH|N      the directory at PATH (from /) or with inode number N\n"
+"  dx PATH|N      that directory's hashed index (dir_index): its height,\n"
+"                 blocks and records at each level, room maps\n"
 "  regions        the reserved-region table\n"
 "  journal        the journal superblock\n"
 "  mmp            the multi-mount protection block: who has the image\n"
@@ -274,6 +276,133 @@ static int cmd_ls(struct dbg *d, const char *arg)
 		return EXIT_USAGE;
 	}
 	return err == -EINVAL ? EXIT_USAGE : status_of(d, err);
+}
+
+/* ---- directory index ----------------------------------------------------- */
+
+struct dx_walk {
+	struct dbg *d;
+	uint32_t ino;
+	struct mfs_inode in;
+	unsigned long blocks[MFS_DX_MAX_LEVEL + 1], recs[MFS_DX_MAX_LEVEL + 1];
+};
+
+/* Index block @lblk of the directory, checked as a @kind, into d->blk. */
+static int dx_read(struct dx_walk *w, uint64_t lblk, unsigned kind)
+{
+	struct dbg *d = w->d;
+	uint64_t pblk;
+	int err = lblk < le64toh(w->in.i_size) / d->raw.bs ? 0 : -EUCLEAN;
+
+	if (err)
+		snprintf(d->raw.why, sizeof(d->raw.why), "directory %" PRIu32 ": index "
+			 "names block %" PRIu64 ", beyond its end", w->ino, lblk);
+	if (!err)
+		err = fmt_raw_bmap(&d->raw, w->ino, &w->in, lblk, &pblk);
+	if (!err)
+		err = fmt_raw_read(&d->raw, pblk, d->blk);
+	if (!err)
+		err = fmt_dirblock_check(&d->raw.sb, w->ino, d->blk, d->raw.why,
+					 sizeof(d->raw.why));
+	if (!err)
+		err = fmt_dx_check(&d->raw.sb, w->ino, d->blk, (uint32_t)lblk, kind,
+				   d->raw.why, sizeof(d->raw.why));
+	return err;
+}
+
+/* Count the tree under block @lblk of @level (the root: -1). */
+static int dx_count(struct dx_walk *w, uint64_t lblk, int level)
+{
+	struct mfs_dx_head *h = fmt_dx_head(w->d->blk);
+	int err = dx_read(w, lblk, level < 0 ? MFS_DX_ROOT : MFS_DX_NODE);
+	uint32_t n, *child;
+
+	if (err)
+		return err;
+	if (level >= 0 && h->dx_level != level) {
+		snprintf(w->d->raw.why, sizeof(w->d->raw.why), "directory %" PRIu32
+			 ": index node %" PRIu64 " has level %u, not %d", w->ino, lblk,
+			 h->dx_level, level);
+		return -EUCLEAN;
+	}
+	level = h->dx_level;
+	n = le16toh(h->dx_count);
+	w->blocks[level]++;
+	w->recs[level] += n;
+	if (!level)
+		return 0;
+	child = malloc((n ? n : 1) * sizeof(*child));
+	if (!child)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		child[i] = le32toh(fmt_dx_recs(w->d->blk)[i].dr_lblk);
+	for (uint32_t i = 0; i < n && !err; i++)
+		err = dx_count(w, child[i], level - 1);
+	free(child);
+	return err;
+}
+
+static int dx_print(struct dx_walk *w)
+{
+	struct dbg *d = w->d;
+	struct mfs_dx_root_info *ri = fmt_dx_root(d->blk);
+	uint32_t per = fmt_dx_limit(&d->raw.sb, MFS_DX_FMAP), nfmap, fmap[MFS_DX_FMAP_MAX];
+	uint64_t nblocks = le64toh(w->in.i_size) / d->raw.bs, room = 0;
+	unsigned top;
+	int err = dx_read(w, MFS_DX_ROOT_LBLK, MFS_DX_ROOT);
+
+	if (err)
+		return err;
+	top = fmt_dx_head(d->blk)->dx_level;
+	nfmap = le32toh(ri->dr_fmap_count);
+	for (uint32_t j = 0; j < nfmap; j++)
+		fmap[j] = le32toh(ri->dr_fmap[j]);
+	err = dx_count(w, MFS_DX_ROOT_LBLK, -1);
+	for (uint32_t j = 0; j < nfmap && !err; j++) {
+		err = dx_read(w, fmap[j], MFS_DX_FMAP);
+		for (uint32_t i = 0; !err && i < per && (uint64_t)j * per + i < nblocks; i++)
+			room += fmt_dx_fmap(d->blk)[i] != 0;
+	}
+	if (err)
+		return err;
+	fprintf(d->out, "height: %u\n", top + 1);
+	for (int l = (int)top; l >= 0; l--)
+		fprintf(d->out, "level %d: %lu blocks, %lu records (%.0f%% full)\n", l,
+			w->blocks[l], w->recs[l], 100.0 * (double)w->recs[l] /
+			((double)w->blocks[l] * fmt_dx_limit(&d->raw.sb, l == (int)top ?
+							     MFS_DX_ROOT : MFS_DX_NODE)));
+	fprintf(d->out, "entries: %lu\nroom maps: %" PRIu32 "\n"
+		"blocks with room: %" PRIu64 " of %" PRIu64 "\n", w->recs[0], nfmap, room,
+		nblocks);
+	return 0;
+}
+
+static int cmd_dx(struct dbg *d, const char *arg)
+{
+	struct dx_walk w = { .d = d };
+	int err;
+
+	if (!arg)
+		return EXIT_USAGE;
+	if (arg[0] == '/')
+		err = resolve(d, arg, &w.ino);
+	else
+		err = parse_ino(arg, &w.ino) ? -EINVAL : 0;
+	if (!err)
+		err = fmt_raw_inode(&d->raw, w.ino, &w.in);
+	if (err == -ENOENT) {
+		mlog_err("%s", d->raw.why);
+		return EXIT_USAGE;
+	}
+	if (err)
+		return err == -EINVAL ? EXIT_USAGE : status_of(d, err);
+	fprintf(d->out, "directory: %" PRIu32 "\n", w.ino);
+	if (!S_ISDIR(le16toh(w.in.i_mode)) || !(le32toh(w.in.i_flags) & MFS_INDEX_FL)) {
+		fprintf(d->out, "index: none\n");
+		return 0;
+	}
+	fprintf(d->out, "index: yes\n");
+	return status_of(d, dx_print(&w));
 }
 
 /* ---- regions and journal ------------------------------------------------- */
@@ -553,6 +682,8 @@ static int run_command(struct dbg *d, const char *cmd, const char *arg)
 		return cmd_inode(d, arg);
 	if (!strcmp(cmd, "ls"))
 		return cmd_ls(d, arg);
+	if (!strcmp(cmd, "dx"))
+		return cmd_dx(d, arg);
 	if (!strcmp(cmd, "regions"))
 		return cmd_regions(d);
 	if (!strcmp(cmd, "journal"))

@@ -18,6 +18,7 @@
 
 #include "bdev_test.h"
 #include "fsck.h"
+#include "t_dev.h"
 #include "t_fs.h"
 #include "util.h"
 
@@ -253,7 +254,7 @@ static void test_cost_dx(void)
 /* 1 KiB blocks: 30,000 names grow the index to its full height (a root
  * over nodes over nodes); each lookup then reads three index blocks;
  * every name is found and unlinked, and no split took more blocks than
- * the operation reserved. */
+ * the operation reserved; chattr leaves the index flag alone. */
 static void test_deep_dx(void)
 {
 	unsigned n = 30000;
@@ -275,6 +276,16 @@ static void test_deep_dx(void)
 		t_ok(lookup_(fs, dir, name, &ino));
 	}
 	t_eq((tf_counter(fs, "dir_index_blocks_read") - s) / n, 3);
+	/* lsattr shows the index (I); what it showed goes back through
+	 * chattr, which never changes it, even on an immutable directory. */
+	uint32_t fl;
+	t_ok(mfs_get_flags(fs, dir, &fl));
+	t_eq(fl, MFS_INDEX_FL);
+	for (int i = 0; i < 2; i++)
+		t_ok(mfs_set_flags(fs, &tf_root, dir, fl | MFS_IMMUTABLE_FL));
+	t_ok(mfs_set_flags(fs, &tf_root, dir, fl & ~MFS_INDEX_FL));
+	t_ok(mfs_get_flags(fs, dir, &fl));
+	t_eq(fl, MFS_INDEX_FL);
 	for (unsigned i = 0; i < n; i++) {
 		ename(name, sizeof(name), i);
 		t_ok(mfs_unlink(fs, &tf_root, dir, name));
@@ -481,6 +492,138 @@ static void test_fsck_build(void)
 		bdev_free_buf(blk);
 		bdev_close(bd);
 	}
+}
+
+/* ---- power cuts ----------------------------------------------------------- */
+
+#define CRASH_NAMES 400u
+#define CRASH_KEPT 150u         /* names the churn after the fsync leaves */
+
+static void cname(char *buf, size_t size, unsigned i)
+{
+	snprintf(buf, size, "name-%04u-of-the-big-directory", i);
+}
+
+static int count_fill(void *ctx, const char *name, size_t len, uint64_t ino,
+		      unsigned type, uint64_t next, const struct stat *st, uint64_t gen)
+{
+	char **names = ctx;
+
+	(void)type; (void)next; (void)st; (void)gen; (void)ino;
+	if ((len == 1 && name[0] == '.') || (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	t_assert(len < 64, "a name of %zu bytes", len);
+	for (unsigned i = 0; i < 2 * CRASH_NAMES; i++)
+		if (!names[i]) {
+			names[i] = strndup(name, len);
+			return 0;
+		}
+	t_fail("more than %u names listed", 2 * CRASH_NAMES);
+}
+
+/* A cut image: it mounts; every name readdir lists is found by a lookup
+ * (the index agrees with the blocks) and none twice; the names fsynced and
+ * left alone are there once the fsync is in; the directory takes 50 more
+ * names; and fsck, which checks the index against the entries, finds
+ * nothing. */
+static void dx_cut_check(struct bdev *img, bool synced)
+{
+	struct mfs_fs *fs = tf_mount(img);
+	uint64_t d = tf_ino(fs, "d"), ino;
+	char **names = calloc(2 * CRASH_NAMES, sizeof(*names)), name[64];
+	struct mfs_dir *dd;
+	unsigned n = 0;
+
+	t_ok(mfs_opendir(fs, &tf_root, d, &dd));
+	t_ok(mfs_readdir(fs, dd, 0, false, count_fill, names));
+	t_ok(mfs_releasedir(fs, dd));
+	for (; n < 2 * CRASH_NAMES && names[n]; n++) {
+		t_ok(lookup_(fs, d, names[n], &ino));
+		for (unsigned k = 0; k < n; k++)
+			t_assert(strcmp(names[k], names[n]), "%s listed twice", names[n]);
+	}
+	for (unsigned i = 0; synced && i < CRASH_KEPT; i++) {
+		cname(name, sizeof(name), i);
+		t_ok(lookup_(fs, d, name, &ino));
+	}
+	t_eq(lookup_(fs, d, "never-made", &ino), -ENOENT);
+	for (unsigned i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "after-the-cut-%u", i);
+		t_ok(mknod_(fs, d, name, &ino));
+	}
+	tf_unmount_check(fs, img);
+	for (unsigned i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
+ * A directory grows an index and splits it (1 KiB blocks: the root holds
+ * 60 records), fsynced every 100 names, then loses names, renames them in
+ * place and out and back, and grows again; the power is cut at points all along
+ * the log, with writes after the last flush lost, kept at random or by
+ * whole blocks.
+ */
+static void test_dx_crash(void)
+{
+	struct mfs_mount_opts o = { .cache_bytes = 2u << 20, .no_flusher = true,
+				    .commit_s = 60 };
+	struct fmt_mkfs_opts mo = { .block_size = 1024, .zeroed = true, .now = 1700000000,
+				    .csum_seed = 0x5eed, .dir_index = true };
+	const char *every = getenv("MISCFS_CRASH_EVERY");
+	struct bdev *bd = t_dev_mem(16u << 20, 1024), *img;
+	struct mfs_fs *fs;
+	uint64_t d, e, ino;
+	size_t synced_at = 0, n, step, images = 0;
+	char a[64], b[64];
+
+	t_ok(fmt_mkfs(bd, &mo));
+	fs = tf_mount_opts(bd, &o);
+	d = mkdir_(fs, MFS_ROOT_INO, "d");
+	e = mkdir_(fs, MFS_ROOT_INO, "e");
+	t_ok(mfs_sync(fs));
+	bdev_wrap_record(bd, true);
+	for (unsigned i = 0; i < CRASH_NAMES; i++) {
+		cname(a, sizeof(a), i);
+		t_ok(mknod_(fs, d, a, &ino));
+		if (i % 100 == 99)
+			t_ok(mfs_fsync(fs, d, false));
+		if (i == CRASH_KEPT + 49)
+			synced_at = bdev_wrap_log_count(bd);
+	}
+	for (unsigned i = CRASH_KEPT; i < CRASH_NAMES; i++) {
+		cname(a, sizeof(a), i);
+		snprintf(b, sizeof(b), "renamed-%u", i);
+		if (i % 3 == 0)
+			t_ok(mfs_unlink(fs, &tf_root, d, a));
+		else if (i % 3 == 1)
+			t_ok(mfs_rename(fs, &tf_root, d, a, d, b, 0));
+		else {
+			t_ok(mfs_rename(fs, &tf_root, d, a, e, b, 0));
+			t_ok(mfs_rename(fs, &tf_root, e, b, d, a, 0));
+		}
+	}
+	for (unsigned i = CRASH_NAMES; i < CRASH_NAMES + 200; i++) {
+		cname(a, sizeof(a), i);
+		t_ok(mknod_(fs, d, a, &ino));
+	}
+	t_ok(mfs_unmount(fs));
+	bdev_wrap_record(bd, false);
+	n = bdev_wrap_log_count(bd);
+	step = (1 + n / 97) * (every && atoi(every) > 1 ? (size_t)atoi(every) : 1);
+	for (size_t p = 0; p <= n; p += step)
+		for (int mode = 0; mode < 3; mode++) {
+			t_ok(bdev_wrap_crash_image(bd, p, mode == 0 ? BDEV_CUT_LOSE_ALL :
+						  mode == 1 ? BDEV_CUT_RANDOM : BDEV_CUT_BLOCKS,
+						  p * 31 + (size_t)mode, &img));
+			dx_cut_check(img, p >= synced_at);
+			bdev_close(img);
+			images++;
+		}
+	printf("ok: %zu cut images of a log of %zu entries (fsynced at %zu)\n", images, n,
+	       synced_at);
+	tf_check(bd, true);
+	bdev_close(bd);
 }
 
 /* ---- random changes against a model -------------------------------------- */
@@ -769,4 +912,5 @@ T_MAIN(T_CASE(test_cost),
        T_CASE(test_deep_dx),
        T_CASE(test_fsck_dx),
        T_CASE(test_fsck_build),
+       T_CASE(test_dx_crash),
        T_CASE(test_random_dx))
