@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -544,11 +545,28 @@ static int detach(int *status_fd)
 	_exit(status);
 }
 
+/*
+ * Two malloc arenas, unless MALLOC_ARENA_MAX says otherwise.  By default
+ * each request thread gets its own; memory one thread freed (nodes the
+ * kernel forgot, a burst of journal bookkeeping) then stays in that
+ * thread's arena for it alone.  A million files created, stated cold
+ * and unlinked in one directory (cache_size 64M) peaked at 128.2 MiB
+ * with the default and 126.6 MiB with two, and ran no slower (one run
+ * each: 6,247 / 6,420 creates/s, 4,194 / 4,491 stats/s, 6,797 / 7,451
+ * unlinks/s).
+ */
+static void few_arenas(void)
+{
+	if (!getenv("MALLOC_ARENA_MAX"))
+		mallopt(M_ARENA_MAX, 2);
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
 	int status_fd = -1, rc;
 
+	few_arenas();
 	mlog_set_ident("miscfs");
 	/* Mounted by root, device files and set-id programs work as on a
 	 * kernel filesystem unless nodev or nosuid says otherwise (they come
