@@ -69,12 +69,20 @@
 #   create10k, create100k, create1m   empty files, 1000 a directory,
 #                                     syncfs and fsyncs included files/s
 #   seq256m, seq1g, seq4g             sequential write          MB/s
+#   onedir10k, onedir100k, onedir1m   empty files in ONE directory:
+#                                     -create (fsync of it included),
+#                                     then cold caches and -stat of each
+#                                     in a random order, then -unlink of
+#                                     all (fsops onedir; the rate of each
+#                                     tenth is in the workload's log)
+#                                                               files/s
 #
 # Environment: FS, WORKLOADS, ROUNDS (5), WORK (/var/tmp/miscfs-bench),
 # OUT ($WORK/results), SIZE (image size, 2G), CACHE (miscfs cache_size,
 # 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
 # DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
-# command of a workload), BUILD (build), BASE_BUILD (for miscfs-base).
+# command of a workload), BUILD (build), BASE_BUILD (for miscfs-base),
+# MKFS_OPTS (more options for mkfs.miscfs, say "-O dir_index").
 # REMAKE=1 runs nothing but makes table.md and ratios.svg again from
 # $OUT/raw.tsv (after merging the lines of several runs into it, say).  QUICK=1 makes every default
 # tiny (SEQ=64M NFILES=2000 NLOOKUP=5000 NMETA=2000 DBENCH_TIME=5
@@ -107,7 +115,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 fi
 ALL_FS="miscfs miscfs-journal fuse2fs ext4 ext4-journal passthrough"
 BASE_WL="seqwrite seqread randread randwrite smallfiles tar finddu rm meta dbench lookup rss"
-SCALE_WL="create10k create100k create1m seq256m seq1g seq4g"
+SCALE_WL="create10k create100k create1m seq256m seq1g seq4g onedir10k onedir100k onedir1m"
 FS=${FS:-$ALL_FS}
 SCALE=${SCALE:-0}
 if [ -z "${WORKLOADS:-}" ]; then
@@ -308,7 +316,8 @@ fs_make() {
 	rm -f "$img"
 	case $fs in
 	miscfs | miscfs-journal | miscfs-base | miscfs-nbd)
-		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" "$img" "$size" ;;
+		# shellcheck disable=SC2086
+		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" ${MKFS_OPTS:-} "$img" "$size" ;;
 	*)
 		# A bare number would be a count of blocks to mkfs.ext4.
 		mkfs.ext4 -F -q -N "$inodes" -E lazy_itable_init=0,lazy_journal_init=0 \
@@ -643,6 +652,21 @@ wl_create() { # N
 wl_create10k() { wl_create 10000; }
 wl_create100k() { wl_create 100000; }
 wl_create1m() { wl_create 1000000; }
+# N files in one directory: created, stated cold, unlinked; each pass's
+# rate per tenth goes to the log, its whole rate is the figure.
+wl_onedir() { # N
+	local op out
+	mkdir "$MNT/one"
+	for op in create stat unlink; do
+		[ "$op" = stat ] && cold
+		out=$(tmo "$build/bench/fsops" onedir "$op" "$MNT/one" "$1" $(($1 / 10)))
+		echo "$op:" $out
+		emit "$WL-$op" "$(tail -n1 <<< "$out")"
+	done
+}
+wl_onedir10k() { wl_onedir 10000; }
+wl_onedir100k() { wl_onedir 100000; }
+wl_onedir1m() { wl_onedir 1000000; }
 wl_seq() { emit_cmd "$WL" tmo "$build/bench/fsops" seqwrite "$MNT/seq" "$1"; }
 wl_seq256m() { wl_seq 256M; }
 wl_seq1g() { wl_seq 1G; }
@@ -653,6 +677,7 @@ wl_seq4g() { wl_seq 4G; }
 figures_of() {
 	case $1 in
 	lookup) echo lookup lookup-warm ;;
+	onedir*) echo "$1-create $1-stat $1-unlink" ;;
 	*) echo "$1" ;;
 	esac
 }
@@ -660,7 +685,7 @@ unit_of() {
 	case $1 in
 	seqwrite | seqread | dbench | seq256m | seq1g | seq4g) echo "MB/s H" ;;
 	randread | randwrite) echo "IOPS H" ;;
-	smallfiles | create*) echo "files/s H" ;;
+	smallfiles | create* | onedir*) echo "files/s H" ;;
 	tar | finddu | rm) echo "s L" ;;
 	meta) echo "ops/s H" ;;
 	lookup | lookup-warm) echo "lookups/s H" ;;
@@ -716,6 +741,9 @@ scale_image() {
 	create10k) echo "$size_base 20000" ;;
 	create100k) echo "$size_base 110000" ;;
 	create1m) echo "$((size_base + (4 << 30))) 1010000" ;;
+	onedir10k) echo "$size_base 20000" ;;
+	onedir100k) echo "$size_base 110000" ;;
+	onedir1m) echo "$((size_base + (2 << 30))) 1010000" ;;
 	seq256m | seq1g) echo "$((size_base + (1 << 30))) $inodes_base" ;;
 	seq4g) echo "$((size_base + (5 << 30))) $inodes_base" ;;
 	esac
