@@ -561,7 +561,9 @@ int fsck_dx_begin(struct fsck_ctx *c, const struct fsck_dblock *run, size_t left
 	s->run = run;
 	while (s->nrun < left && run[s->nrun].ino == run->ino)
 		s->nrun++;
-	s->nblocks = le64toh(in.i_size) / c->bs;
+	/* The blocks pass 1 listed, not what a damaged i_size says (pass 1
+	 * brings the size to them). */
+	s->nblocks = UT_MIN(le64toh(in.i_size) / c->bs, (uint64_t)run[s->nrun - 1].lblk + 1);
 	s->indexed = le32toh(in.i_flags) & MFS_INDEX_FL;
 	s->on = fmt_has_dir_index(&c->sb) && S_ISDIR(le16toh(in.i_mode)) &&
 		(s->indexed || (c->o->dir_index && s->nblocks > 1));
