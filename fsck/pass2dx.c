@@ -70,18 +70,22 @@ static int bad(struct dx_state *s, const char *fmt, ...)
 void fsck_dx_block(struct fsck_dx *dx, uint32_t lblk, uint8_t *blk)
 {
 	struct dx_state *s = (struct dx_state *)dx;
-	struct fsck_ctx *c = s->c;
-	uint32_t end = c->bs - MFS_DIR_TAIL_SIZE, room = 0;
+	struct fsck_ctx *c;
+	uint32_t end, room = 0;
 
 	if (!s || !s->on || lblk >= s->nblocks || s->c->stop)
 		return;
+	c = s->c;
+	end = c->bs - MFS_DIR_TAIL_SIZE;
 	for (uint32_t off = 0; off < end;) {
 		const struct mfs_dirent *de = (const void *)(blk + off);
 		uint32_t rec = le16toh(de->rec_len), used = de->inode ?
 			MFS_DIRENT_LEN(de->name_len) : 0;
 
-		if (rec < MFS_DIRENT_LEN(0) || off + rec > end)
-			break;          /* a block pass 2 left bad: the walk says so */
+		/* A block -n left bad: its entries count up to the damage, and
+		 * the index then disagrees, as it should. */
+		if (rec < MFS_DIRENT_LEN(0) || rec % 4 || off + rec > end || rec < used)
+			break;
 		room = UT_MAX(room, rec - used);
 		if (de->inode && push(&s->want, &s->nwant, &s->capwant,
 				      fmt_dx_hash(&c->sb, de->name, de->name_len), lblk))
@@ -242,7 +246,8 @@ static int verify(struct dx_state *s)
 {
 	int err;
 
-	qsort(s->want, s->nwant, sizeof(*s->want), cmp_rec);
+	if (s->nwant)
+		qsort(s->want, s->nwant, sizeof(*s->want), cmp_rec);
 	err = walk(s, MFS_DX_ROOT_LBLK, MFS_DX_ROOT, -1, 0, 0, false);
 
 	if (!err)
@@ -433,7 +438,8 @@ static int move_block1(struct dx_build *b)
 	for (size_t i = 0; i < s->nwant; i++)
 		if (s->want[i].lblk == 1)
 			s->want[i].lblk = (uint32_t)to;
-	qsort(s->want, s->nwant, sizeof(*s->want), cmp_rec);
+	if (s->nwant)
+		qsort(s->want, s->nwant, sizeof(*s->want), cmp_rec);
 	b->code[to] = fmt_dx_room_code(&s->c->sb, s->room[1]);
 	return err;
 }
@@ -598,7 +604,7 @@ static int settle(struct dx_state *s, struct fsck_pctx *p)
 
 	if (err == 1 && s->indexed && !fsck_fix(s->c, PR_DX_BAD, p))
 		return 0;
-	if (err == 1 && !s->indexed)
+	if (err == 1 && !s->indexed && s->nwant)
 		qsort(s->want, s->nwant, sizeof(*s->want), cmp_rec);
 	if (err == 1)
 		err = rebuild(s);
