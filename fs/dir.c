@@ -619,8 +619,33 @@ static int add_empty_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t 
 	return mfs_dir_done(dir, h, pblk, pg);
 }
 
+/* @err came after the index changed and before block @lblk followed:
+ * the two disagree, which the superblock must say (damage already has). */
+static int dx_apart(struct mfs_node *dir, uint64_t lblk, int err)
+{
+	if (err && err != -EUCLEAN)
+		mfs_error(dir->fs, "directory %" PRIu64 ": block %" PRIu64 " and its index "
+			  "left apart (%s)", dir->ino, lblk, strerror(-err));
+	return err;
+}
+
+/* Where a record of @need bytes goes in block @b, which the room map
+ * says fits it: a block that does not is damage. */
+static int dx_room_in(struct mfs_node *dir, uint64_t b, uint32_t need, uint32_t *off)
+{
+	int err = room_in(dir, b, need, off);
+
+	if (!err && *off >= dir_end(dir->fs))
+		err = mfs_error(dir->fs, "directory %" PRIu64 ": its room map says block %"
+				PRIu64 " has room, and it has none", dir->ino, b);
+	return err;
+}
+
 /* Add @e to a directory with an index on the disk: into a block the room
- * map says fits it (checked before the index changes), or a new one. */
+ * map says fits it, or a new one (made first, empty: a split of the index
+ * appends too).  The record goes in before the entry, so that an index
+ * that cannot take it stops the insert before anything changed; past
+ * that, a failure leaves the two apart, and the superblock says so. */
 static int dx_add_entry(struct mfs_node *dir, struct mfs_handle *h, const struct newent *e)
 {
 	uint32_t need = MFS_DIRENT_LEN(e->len), off = 0, room;
@@ -628,26 +653,20 @@ static int dx_add_entry(struct mfs_node *dir, struct mfs_handle *h, const struct
 	int err = mfs_dx_find_room(dir, need, &b);
 
 	if (err == 1) {
-		err = room_in(dir, b, need, &off);
-		if (!err && off >= dir_end(dir->fs))
-			err = mfs_error(dir->fs, "directory %" PRIu64 ": its room map says "
-					"block %" PRIu64 " has room, and it has none",
-					dir->ino, b);
-		if (!err)
-			err = mfs_dx_add(dir, h, e->hash, b);
-		if (!err)
-			err = put_at(dir, h, b, off, e, &room);
+		err = dx_room_in(dir, b, need, &off);
 	} else if (!err) {
-		/* The block first, empty: a split of the index appends too. */
 		err = mfs_dx_grow(dir, h, &b);
 		if (!err)
 			err = add_empty_block(dir, h, b);
-		if (!err)
-			err = mfs_dx_add(dir, h, e->hash, b);
-		if (!err)
-			err = put_at(dir, h, b, 0, e, &room);
 	}
-	return err ? err : mfs_dx_set_room(dir, h, b, room);
+	if (!err)
+		err = mfs_dx_add(dir, h, e->hash, b);
+	if (err)
+		return err;
+	err = put_at(dir, h, b, off, e, &room);
+	if (!err)
+		err = mfs_dx_set_room(dir, h, b, room);
+	return dx_apart(dir, b, err);
 }
 
 /* A directory of one full block gains an index on the disk: the records
@@ -729,10 +748,11 @@ int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
 	bool dx = mfs_dx_on(dir);
 	int err = dx ? dx_unindex(dir, h, loc) : 0;
 
-	if (!err)
-		err = mfs_dir_access(dir, h, loc->lblk, &pg, &pblk);
 	if (err)
 		return err;
+	err = mfs_dir_access(dir, h, loc->lblk, &pg, &pblk);
+	if (err)
+		return dx ? dx_apart(dir, loc->lblk, err) : err;
 	pc_lock_page(pg);
 	gone = dirent_at(pg, loc->off);
 	hash = mfs_dh_hash(dir->fs, gone->name, gone->name_len);

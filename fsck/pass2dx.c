@@ -118,25 +118,18 @@ static uint64_t pblk_of(struct dx_state *s, const uint64_t *newp, uint64_t lblk)
  * s->buf (0), or say why not. */
 static int read_lblk(struct dx_state *s, uint64_t lblk, uint8_t seen)
 {
-	size_t lo = 0, hi = s->nrun;
+	uint64_t pblk;
 
 	if (lblk >= s->nblocks)
 		return bad(s, "names block %" PRIu64 ", beyond the directory's %" PRIu64,
 			   lblk, s->nblocks);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->run[mid].lblk < lblk)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == s->nrun || s->run[lo].lblk != lblk || !s->run[lo].pblk)
+	pblk = pblk_of(s, NULL, lblk);
+	if (!pblk)
 		return bad(s, "names block %" PRIu64 ", a hole", lblk);
 	if (s->seen[lblk])
 		return bad(s, "reaches block %" PRIu64 " twice", lblk);
 	s->seen[lblk] = seen;
-	return fsck_read(s->c, s->run[lo].pblk, s->buf) < 0 ? -EIO : 0;
+	return fsck_read(s->c, pblk, s->buf) < 0 ? -EIO : 0;
 }
 
 static int walk(struct dx_state *s, uint64_t lblk, unsigned kind, int level,

@@ -251,13 +251,14 @@ static void test_cost_dx(void)
 	bdev_close(bd);
 }
 
-/* 1 KiB blocks: 30,000 names grow the index to its full height (a root
- * over nodes over nodes); each lookup then reads three index blocks;
+/* 1 KiB blocks: 10,000 names grow the index to its full height (a root
+ * of 60 records over nodes over some 150 blocks of records); each lookup
+ * then reads three index blocks;
  * every name is found and unlinked, and no split took more blocks than
  * the operation reserved; chattr leaves the index flag alone. */
 static void test_deep_dx(void)
 {
-	unsigned n = 30000;
+	unsigned n = 10000;
 	struct bdev *bd = mkfs_big(1024, 256ull << 20, n + 1024, true);
 	struct mfs_fs *fs = tf_mount(bd);
 	uint64_t dir = mkdir_(fs, MFS_ROOT_INO, "deep"), ino, s;
@@ -463,7 +464,7 @@ static void test_fsck_build(void)
 	struct fsck_result r;
 
 	for (uint32_t bs = 1024; bs <= 4096; bs *= 4) {
-		struct bdev *bd = mkfs_big(bs, 64u << 20, 24000, false);
+		struct bdev *bd = mkfs_big(bs, 64u << 20, 8000, false);
 		struct mfs_fs *fs = tf_mount(bd);
 		uint32_t dir = (uint32_t)mkdir_(fs, MFS_ROOT_INO, "d");
 		struct fmt_raw raw;
@@ -471,7 +472,7 @@ static void test_fsck_build(void)
 		uint8_t *blk = bdev_alloc_buf(bs);
 
 		printf("%u-byte blocks:\n", bs);
-		fill(fs, dir, 20000);
+		fill(fs, dir, 5000);
 		fill(fs, mkdir_(fs, MFS_ROOT_INO, "two-blocks"), bs / 12);
 		tf_unmount_check(fs, bd);
 		t_ok(bdev_read(bd, 0, blk, bs));
@@ -488,7 +489,7 @@ static void test_fsck_build(void)
 		fmt_raw_close(&raw);
 		t_assert(le32toh(in.i_flags) & MFS_INDEX_FL, "no index built");
 		tf_check(bd, true);
-		all_found(bd, dir, 20000);
+		all_found(bd, dir, 5000);
 		bdev_free_buf(blk);
 		bdev_close(bd);
 	}

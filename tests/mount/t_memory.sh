@@ -39,25 +39,25 @@ for mode in journal ordered; do
 	unmount
 done
 
-# Inodes the kernel holds cost a stub each, not a node: 60,000 files
+# Inodes the kernel holds cost a stub each, not a node: 40,000 files
 # looked up keep at most the LRU's 8,192 nodes and the peak stays within
 # the cache size plus 64 MiB (each node with its mapping took about
-# 1.2 KiB before: 60,000 were 70 MiB on their own); after drop_caches the
+# 1.2 KiB before: 40,000 were 46 MiB on their own); after drop_caches the
 # kernel forgets them and the stubs go.
 stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
 expect_status 0 "$MKFS" -q -F -N 100000 "$img" 1G
 start -o cache_size=16M
 python3 -c 'import os, sys
-for i in range(60000):
+for i in range(40000):
     os.close(os.open(os.path.join(sys.argv[1], "f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644))' \
-	"$mnt" || fail "creating 60,000 files"
+	"$mnt" || fail "creating 40,000 files"
 peak=$(peak_kib)
 nodes=$(stat_of fs_inodes_cached)
 stubs=$(stat_of fs_inode_stubs)
-echo "60,000 inodes held by the kernel: $nodes nodes, $stubs stubs" \
+echo "40,000 inodes held by the kernel: $nodes nodes, $stubs stubs" \
 	"($(($(stat_of fs_inode_stub_bytes) >> 10)) KiB), peak RSS $((peak / 1024)) MiB"
-[ "$nodes" -le $((8192 + 64)) ] || fail "$nodes nodes for 60,000 inodes"
-[ "$stubs" -ge $((60000 - 8192 - 64)) ] || fail "only $stubs stubs"
+[ "$nodes" -le $((8192 + 64)) ] || fail "$nodes nodes for 40,000 inodes"
+[ "$stubs" -ge $((40000 - 8192 - 64)) ] || fail "only $stubs stubs"
 [ "$peak" -le $(((16 + 64) * 1024)) ] || fail "peak RSS $((peak / 1024)) MiB > 80 MiB"
 sync
 echo 2 >/proc/sys/vm/drop_caches
