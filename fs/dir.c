@@ -12,8 +12,12 @@
  * journal handle: the page is journalled at its home block and never
  * dirtied in the page cache.  Readers hold the rwsem for reading.
  *
- * A directory of INDEX_BLOCKS blocks or more gets an index in memory
- * (dirhash.c) when a name is first looked up or added: built in one
+ * With the dir_index feature a directory that grows past its first block
+ * gets an index on the disk instead (dx.c): lookups and inserts go
+ * through it, and the index in memory below is never built for it.
+ *
+ * Without it, a directory of INDEX_BLOCKS blocks or more gets an index
+ * in memory (dirhash.c) when a name is first looked up or added: built in one
  * sequential read of its blocks, then kept exact here by every change to
  * a block, under dh_lock taken after the page lock is let go.  A lookup
  * then reads the block the index names, an insert the block it says has
