@@ -594,7 +594,7 @@ int mfs_dir_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 	return 0;
 }
 
-/* @e as the first entry of a new block @lblk at the end. */
+/* A new block @lblk at the end, holding @e, or empty for NULL. */
 static int add_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 			 const struct newent *e)
 {
@@ -604,22 +604,13 @@ static int add_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lb
 
 	if (err)
 		return err;
-	insert_at(pg, 0, e);
-	mfs_dir_seal(dir, pg);
+	if (e) {
+		insert_at(pg, 0, e);
+		mfs_dir_seal(dir, pg);
+	}
 	pc_unlock_page(pg);
-	index_note(dir, pg, lblk, e->hash, 0, true);
-	return mfs_dir_done(dir, h, pblk, pg);
-}
-
-static int add_empty_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk)
-{
-	struct pc_page *pg;
-	uint64_t pblk;
-	int err = mfs_dir_new_block(dir, h, lblk, &pg, &pblk);
-
-	if (err)
-		return err;
-	pc_unlock_page(pg);
+	if (e)
+		index_note(dir, pg, lblk, e->hash, 0, true);
 	return mfs_dir_done(dir, h, pblk, pg);
 }
 
@@ -661,7 +652,7 @@ static int dx_add_entry(struct mfs_node *dir, struct mfs_handle *h, const struct
 	} else if (!err) {
 		err = mfs_dx_grow(dir, h, &b);
 		if (!err)
-			err = add_empty_block(dir, h, b);
+			err = add_new_block(dir, h, b, NULL);
 	}
 	if (!err)
 		err = mfs_dx_add(dir, h, e->hash, b);
