@@ -204,6 +204,36 @@ uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n)
 	return n + n / apb + n / (apb * apb) + 6;
 }
 
+/* The indirect blocks on @lblk's path (@all), or those whose span
+ * starts at @lblk: the ones a block mapped after its predecessor makes. */
+static uint64_t ind_blocks(uint64_t apb, uint64_t lblk, bool all)
+{
+	uint64_t span = apb, n = 0;
+
+	if (lblk < MFS_NDIR_BLOCKS)
+		return 0;
+	lblk -= MFS_NDIR_BLOCKS;
+	for (unsigned level = 1; level <= 3; level++, span *= apb) {
+		if (lblk >= span) {
+			lblk -= span;
+			continue;
+		}
+		for (uint64_t sub = apb, j = 1; j <= level; j++, sub *= apb)
+			n += all || lblk % sub == 0;
+		return n;
+	}
+	return 0;
+}
+
+uint64_t mfs_bmap_append_worst(struct mfs_fs *fs, uint64_t first, uint64_t n)
+{
+	uint64_t total = n;
+
+	for (uint64_t l = first; l < first + n; l++)
+		total += ind_blocks(fs->apb, l, l == first);
+	return total;
+}
+
 static uint64_t goal_of(struct mfs_node *n)
 {
 	struct mfs_fs *fs = n->fs;

@@ -27,6 +27,9 @@ int mfs_bmap_alloc(struct mfs_node *n, struct mfs_handle *h, uint64_t lblk,
 		   uint64_t *pblk, bool *isnew);
 /* Worst-case blocks (data plus indirect) to map @n blocks. */
 uint64_t mfs_bmap_worst(struct mfs_fs *fs, uint64_t n);
+/* Worst-case blocks to map the @n blocks from @first on, when those
+ * before @first are mapped (a directory grows at its end). */
+uint64_t mfs_bmap_append_worst(struct mfs_fs *fs, uint64_t first, uint64_t n);
 /*
  * Map every hole of [@first, @end) to a new block that is zeroed on the
  * disk before anyone can read it through the map; the caller holds the

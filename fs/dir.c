@@ -555,6 +555,55 @@ static int index_add(struct mfs_node *dir, struct mfs_handle *h, uint64_t n,
 	return NO_INDEX;
 }
 
+/* 1 if a block of @dir's @n has room for @need bytes, 0 if none: the
+ * in-memory index's word, checked against its block, or a walk. */
+static int has_room(struct mfs_node *dir, uint64_t n, uint32_t need)
+{
+	uint64_t first = 0, end = n;
+	uint32_t off;
+	int64_t b = 0;
+	int err;
+
+	pthread_mutex_lock(&dir->dh_lock);
+	if (index_get(dir)) {
+		b = mfs_dh_find_room(dir->dh, need);
+		first = (uint64_t)b;
+		end = first + 1;
+	}
+	pthread_mutex_unlock(&dir->dh_lock);
+	for (uint64_t l = first; b >= 0 && l < end; l++) {
+		err = room_in(dir, l, need, &off);
+		if (err || off < dir_end(dir->fs))
+			return err ? err : 1;
+	}
+	return 0;
+}
+
+/* A directory of one block that gains an index: its root, room map, the
+ * new block, and the root's two children should block 0's records fill
+ * it. */
+#define DX_CONVERT_BLOCKS 5u
+
+int mfs_dir_add_need(struct mfs_node *dir, const char *name, size_t len,
+		     uint64_t *blocks)
+{
+	struct mfs_fs *fs = dir->fs;
+	uint32_t need = MFS_DIRENT_LEN(len);
+	uint64_t n = mfs_dir_blocks(dir);
+	int room;
+
+	if (mfs_dx_on(dir))
+		return mfs_dx_add_need(dir, fmt_dx_hash(&fs->sb, name, len), need, blocks);
+	room = has_room(dir, n, need);
+	if (room < 0)
+		return room;
+	*blocks = 0;
+	if (!room)
+		*blocks = mfs_bmap_append_worst(fs, n, n == 1 && fmt_has_dir_index(&fs->sb) ?
+						DX_CONVERT_BLOCKS : 1);
+	return 0;
+}
+
 /* A new block @lblk for @dir, holding one unused record (or the first
  * entries of a new directory, filled by @fill). */
 int mfs_dir_new_block(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,

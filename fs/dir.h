@@ -16,6 +16,10 @@ struct mfs_dirloc {
 int mfs_dir_page(struct mfs_node *dir, uint64_t lblk, struct pc_page **pg);
 int mfs_dir_find(struct mfs_node *dir, const char *name, size_t len,
 		 struct mfs_dirloc *loc);
+/* The blocks (with their indirects) an add of @name would take now, for
+ * its reservation; the caller holds the rwsem for writing until the add. */
+int mfs_dir_add_need(struct mfs_node *dir, const char *name, size_t len,
+		     uint64_t *blocks);
 int mfs_dir_add(struct mfs_node *dir, struct mfs_handle *h, const char *name,
 		size_t len, uint32_t ino, uint8_t type);
 int mfs_dir_remove(struct mfs_node *dir, struct mfs_handle *h,
@@ -60,6 +64,9 @@ int mfs_dx_lookup(struct mfs_node *dir, uint64_t hash, uint64_t *lblks, int max)
 int mfs_dx_add(struct mfs_node *dir, struct mfs_handle *h, uint64_t hash, uint64_t lblk);
 int mfs_dx_remove(struct mfs_node *dir, struct mfs_handle *h, uint64_t hash,
 		  uint64_t lblk);
+/* The blocks (with their indirects) an add of a record of @need bytes
+ * and @hash would take now. */
+int mfs_dx_add_need(struct mfs_node *dir, uint64_t hash, uint32_t need, uint64_t *blocks);
 /* 1 and a block the room map says fits a record of @need bytes, or 0. */
 int mfs_dx_find_room(struct mfs_node *dir, uint32_t need, uint64_t *lblk);
 int mfs_dx_set_room(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
@@ -100,19 +107,11 @@ uint32_t mfs_dh_count(const struct mfs_dirhash *dh);
 int mfs_dh_set_room(struct mfs_dirhash *dh, uint64_t lblk, uint32_t room);
 /* A block with room for @need bytes, or -1. */
 int64_t mfs_dh_find_room(const struct mfs_dirhash *dh, uint32_t need);
-/* Blocks a directory insert may need (a new block and its indirects),
- * and journal credits; with an index on the disk, also a room map block
- * and the splits of a full path (a level-0 block, a node, the root's two
- * new children) with their indirects. */
-#define MFS_DIR_ADD_BLOCKS 4u
+/* Journal credits of a directory insert: a new block with its indirects;
+ * with an index on the disk, also a room map block and the splits of a
+ * full path (a level-0 block, a node, the root's two new children). */
 #define MFS_DIR_ADD_CREDITS 16u
-#define MFS_DX_ADD_BLOCKS 12u
 #define MFS_DX_ADD_CREDITS 44u
-
-static inline uint64_t mfs_dir_add_blocks(struct mfs_fs *fs)
-{
-	return fmt_has_dir_index(&fs->sb) ? MFS_DX_ADD_BLOCKS : MFS_DIR_ADD_BLOCKS;
-}
 
 static inline uint32_t mfs_dir_add_credits(struct mfs_fs *fs)
 {

@@ -16,6 +16,7 @@
  * directory block once, when it is read (dir.c).
  */
 #include "mfs_i.h"
+#include "blockmap.h"
 #include "dir.h"
 
 #include <errno.h>
@@ -32,6 +33,8 @@ struct dx_path {
 	unsigned depth;
 	struct dx_step s[MFS_DX_MAX_LEVEL + 1];
 };
+
+static int fmap_list(struct mfs_node *dir, uint32_t *n, uint32_t *lblks);
 
 bool mfs_dx_on(struct mfs_node *dir)
 {
@@ -368,6 +371,51 @@ int mfs_dx_add(struct mfs_node *dir, struct mfs_handle *h, uint64_t hash, uint64
 	err = add_fits(dir, &p, leaf);
 	pc_put_page(leaf);
 	return err ? err : add_at(dir, h, &p, p.depth - 1, hash, (uint32_t)lblk);
+}
+
+/* New index blocks an add of @hash makes: each full block on the path
+ * from level 0 up splits in two, and a full root into two below it. */
+static int splits_for(struct mfs_node *dir, uint64_t hash, uint64_t *blocks)
+{
+	struct dx_path p;
+	struct pc_page *pg;
+	int err = dx_walk(dir, hash, &p, &pg);
+
+	*blocks = 0;
+	for (unsigned d = p.depth; !err && d-- > 0;) {
+		unsigned kind = d ? MFS_DX_NODE : MFS_DX_ROOT;
+		bool full;
+
+		if (d + 1 < p.depth)
+			err = dx_get(dir, p.s[d].lblk, kind, -1, &pg);
+		if (err)
+			break;
+		full = count(pg) >= fmt_dx_limit(&dir->fs->sb, kind);
+		pc_put_page(pg);
+		if (!full)
+			break;
+		*blocks += d ? 1 : 2;
+	}
+	return err;
+}
+
+int mfs_dx_add_need(struct mfs_node *dir, uint64_t hash, uint32_t need, uint64_t *blocks)
+{
+	uint32_t per = fmt_dx_limit(&dir->fs->sb, MFS_DX_FMAP), n, lblks[MFS_DX_FMAP_MAX];
+	uint64_t end = mfs_dir_blocks(dir), lblk;
+	int room = mfs_dx_find_room(dir, need, &lblk), err;
+
+	if (room < 0)
+		return room;
+	err = splits_for(dir, hash, blocks);
+	if (!err && !room)
+		err = fmap_list(dir, &n, lblks);
+	if (err)
+		return err;
+	if (!room)              /* a new block, and a room map block for it */
+		*blocks += 1 + (end / per >= n ? 1 : 0);
+	*blocks = mfs_bmap_append_worst(dir->fs, end, *blocks);
+	return 0;
 }
 
 /* The place of record (@hash, @lblk) in @pg, or -1. */

@@ -224,13 +224,18 @@ static int create_checks(struct mfs_node *dir, const struct mfs_cred *cr,
 	return 0;
 }
 
-static uint64_t create_blocks(struct mfs_fs *fs, const struct newinode *ni)
+/* The blocks a create may take: the entry's, the new directory's first
+ * block or a slow symlink's, and one for inherited ACLs. */
+static int create_blocks(struct mfs_node *dir, const char *name, size_t len,
+			 const struct newinode *ni, const struct mfs_acl_inherit *inh,
+			 uint64_t *n)
 {
-	uint64_t n = mfs_dir_add_blocks(fs);
+	int err = mfs_dir_add_need(dir, name, len, n);
 
 	if (S_ISDIR(ni->mode) || (S_ISLNK(ni->mode) && ni->tlen >= MFS_N_BLOCKS * 4))
-		n += 1;
-	return n;
+		*n += 1;
+	*n += inh->dflt ? 1 : 0;
+	return err;
 }
 
 /* Create @name in @dir (rwsem held for writing): reserve, check, make. */
@@ -239,17 +244,18 @@ static int create_locked(struct mfs_node *dir, const struct mfs_cred *cr,
 			 struct mfs_node **out)
 {
 	struct mfs_fs *fs = dir->fs;
-	uint64_t blocks = create_blocks(fs, ni);
 	struct mfs_acl_inherit inh;
 	struct mfs_resv resv;
+	uint64_t blocks;
 	int err = create_checks(dir, cr, name, len, ni);
 
 	if (!err)
 		err = mfs_acl_inherit_prepare(dir, (uint16_t)ni->mode, &inh);
 	if (err)
 		return err;
-	blocks += inh.dflt ? 1 : 0;          /* the ACLs may need a block */
-	err = mfs_reserve_inode(fs);
+	err = create_blocks(dir, name, len, ni, &inh, &blocks);
+	if (!err)
+		err = mfs_reserve_inode(fs);
 	if (!err) {
 		err = mfs_reserve_blocks(fs, cr, blocks, &resv);
 		if (err)
@@ -345,9 +351,12 @@ static int link_locked(struct mfs_node *n, struct mfs_node *dir,
 		err = err == -ENOENT ? 0 : err ? err : -EEXIST;
 	}
 	struct mfs_resv resv;
+	uint64_t blocks;
 
 	if (!err)
-		err = mfs_reserve_blocks(fs, cr, mfs_dir_add_blocks(fs), &resv);
+		err = mfs_dir_add_need(dir, name, len, &blocks);
+	if (!err)
+		err = mfs_reserve_blocks(fs, cr, blocks, &resv);
 	if (err)
 		return err;
 	err = mfs_jstart_resv(fs, mfs_dir_add_credits(fs) + 4, &resv, &h);

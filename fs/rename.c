@@ -159,6 +159,7 @@ int mfs_dir_rename(struct mfs_rename *r)
 	struct mfs_fs *fs = r->sdir->fs;
 	struct mfs_resv resv;
 	struct mfs_handle h;
+	uint64_t blocks = 0;
 	int err;
 
 	if (r->src == r->dst)
@@ -168,8 +169,10 @@ int mfs_dir_rename(struct mfs_rename *r)
 		err = check_perms(r);
 	if (!err)
 		err = check_links(r);
+	if (!err && !r->dst)
+		err = mfs_dir_add_need(r->ddir, r->dname, r->dlen, &blocks);
 	if (!err)
-		err = mfs_reserve_blocks(fs, r->cr, mfs_dir_add_blocks(fs), &resv);
+		err = mfs_reserve_blocks(fs, r->cr, blocks, &resv);
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->orphan_lock);

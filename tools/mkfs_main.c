@@ -41,7 +41,7 @@ static const char usage_text[] =
 "                 mmp: multi-mount protection, on by default for an NBD\n"
 "                 export, off for files and devices\n"
 "                 dir_index: a hashed index on the disk for each directory\n"
-"                 past one block (off by default)\n"
+"                 past one block (on by default)\n"
 "  -E OPTS        extended options, comma-separated:\n"
 "                 lazy_journal_init[=0|1]: leave the journal sparse in an\n"
 "                 image file (by default it is allocated on the host)\n"
@@ -534,7 +534,7 @@ static int run(struct mkfs_args *a)
 
 int main(int argc, char **argv)
 {
-	struct mkfs_args a = { .mmp = -1 };
+	struct mkfs_args a = { .mmp = -1, .o.dir_index = true };
 
 	mlog_set_ident("mkfs.miscfs");
 	if (parse_args(argc, argv, &a))
