@@ -136,15 +136,15 @@ static inline void ut_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
 /*
  * A pool of buffers of one size (a power of two), shared by all threads,
  * for blocks allocated on one thread and freed on another.  Buffers are
- * aligned to their size, up to a page.  The pool keeps its peak: memory
- * it mapped stays with it until ut_pool_destroy().
+ * aligned to their size, up to a page; at most a quarter of a chunk
+ * (1 MiB) each.  Memory goes back to the system as buffers come back, a
+ * chunk at a time.
  */
 struct ut_pool_chunk;
 struct ut_pool {
 	pthread_mutex_t lock;        /* everything below; a leaf lock */
 	size_t size;
-	void *free;                  /* linked through each buffer's first word */
-	struct ut_pool_chunk *chunks;
+	struct ut_pool_chunk *chunks;  /* those with a buffer free */
 	uint64_t used, total;        /* buffers handed out, buffers mapped */
 };
 
