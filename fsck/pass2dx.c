@@ -593,7 +593,13 @@ static int drop(struct dx_state *s)
  * -D); an index that cannot hold the entries is dropped. */
 static int settle(struct dx_state *s, struct fsck_pctx *p)
 {
-	int err = s->indexed ? verify(s) : 1;
+	int err;
+
+	/* No block for a root: the directory gains its index when it grows
+	 * past one block, as the filesystem gives it. */
+	if (s->indexed && s->nblocks <= MFS_DX_ROOT_LBLK)
+		return fsck_fix(s->c, PR_DX_ONE_BLOCK, p) ? drop(s) : 0;
+	err = s->indexed ? verify(s) : 1;
 
 	if (err == 1 && s->indexed && !fsck_fix(s->c, PR_DX_BAD, p))
 		return 0;

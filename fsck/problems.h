@@ -195,6 +195,9 @@ FSCK_PROBLEM(MMP_BAD, 0, P_PREEN, "Rewrite it released",
 /* ---- directory indexes (pass 2, as each indexed directory ends) ---- */
 FSCK_PROBLEM(DX_BAD, 2, P_PREEN, "Rebuild it",
 	"directory %i: its index %s")
+FSCK_PROBLEM(DX_ONE_BLOCK, 2, P_PREEN, "Clear it",
+	"directory %i has one block and the index flag, which only a directory "
+	"of more blocks can have")
 FSCK_PROBLEM(DX_DROPPED, 3, P_INFO, NULL,
 	"directory %i: its index dropped, as an entry was added or removed")
 FSCK_PROBLEM(DX_BUILT, 2, P_INFO, NULL,

@@ -32,7 +32,7 @@ static const char usage_text[] =
 "          fsck -fn finds nothing (tests/fs/t_fs.c, tf_check)\n";
 
 static const struct md_kind *const tables[] = {
-	md_kinds_meta, md_kinds_inode, md_kinds_dir, md_kinds_log,
+	md_kinds_meta, md_kinds_inode, md_kinds_dir, md_kinds_dx, md_kinds_log,
 };
 
 static const struct md_kind *find_kind(const char *name)

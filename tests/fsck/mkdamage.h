@@ -140,5 +140,6 @@ extern const struct md_kind md_kinds_meta[];    /* damage_meta.c */
 extern const struct md_kind md_kinds_inode[];   /* damage_inode.c */
 extern const struct md_kind md_kinds_dir[];     /* damage_dir.c */
 extern const struct md_kind md_kinds_log[];     /* damage_log.c */
+extern const struct md_kind md_kinds_dx[];      /* damage_dx.c */
 
 #endif /* MISCFS_MKDAMAGE_H */

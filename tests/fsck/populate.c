@@ -393,7 +393,7 @@ static int make_fs(const char *image, uint64_t seed, uint32_t bs, struct bdev **
 	struct fmt_mkfs_opts o = { .block_size = bs, .zeroed = true,
 				   .now = POP_TIME, .uuid_set = true,
 				   .csum_seed = seed * 2654435761u + 12345,
-				   .nregions = 2 };
+				   .nregions = 2, .dir_index = true };
 	int fd = open(image, O_RDWR | O_CREAT | O_TRUNC, 0644), err;
 
 	if (fd < 0)

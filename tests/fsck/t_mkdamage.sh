@@ -173,6 +173,16 @@ check_kind() {
 	lost-found-full)
 		dbg ls 11; expect_in "$T_OUT" "fifo-link-0000"
 		check_fails "inode $s2 (a regular file, ";;
+	dx-csum) check_fails "directory $many block 1 (";;
+	dx-record-block) check_fails "directory $many: its index has no record of an entry";;
+	dx-record-gone) check_fails "directory $many: its index holds 121 records for 122";;
+	dx-records-order) check_fails "has its records out of order";;
+	dx-level) check_fails "where 1 belongs";;
+	dx-room-overstated) check_fails "directory $many: its index says block 0 has more room";;
+	dx-room-unmapped) check_fails "directory $many: its index maps no room for block 0";;
+	dx-flag-no-index)
+		dbg inode "$(ino /a/b)"; has flags 0x00001000
+		check_fails "directory $(ino /a/b) has one block and the index flag";;
 	journal-torn|journal-tag-outside)
 		dbg super; has recovery "needs recovery (the log is not empty, RECOVER flag set)"
 		dbg journal; has "journal start" 1;;

@@ -9,4 +9,4 @@ Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (3.2% non-contiguous), 2482/16280 blocks
+img: 153/4072 files (3.2% non-contiguous), 2486/16280 blocks

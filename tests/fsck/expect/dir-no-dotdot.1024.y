@@ -9,4 +9,4 @@ inode 2040: link count is 4, should be 3.  Fix? yes
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2486/16280 blocks

@@ -1,11 +1,12 @@
 Pass 0: Checking the superblock, descriptors and regions
 Pass 1: Checking inodes, blocks, and sizes
 Pass 2: Checking directory structure
-directory 2046 block 1 (8743) is damaged: directory 2046: name_len 32 at offset 108 does not fit rec_len 36.  Salvage? yes
+directory 2046 block 3 (8745) is damaged: directory 2046: name_len 32 at offset 108 does not fit rec_len 36.  Salvage? yes
+directory 2046: its index holds 122 records for 121 entries.  Rebuild it? yes
 Pass 3: Checking directory connectivity
 Pass 4: Checking reference counts
 inode 2077 (a regular file, 20 bytes) is unattached.  Connect to /lost+found? yes
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2486/16280 blocks

@@ -1,10 +1,10 @@
 Pass 0: Checking the superblock, descriptors and regions
 Pass 1: Checking inodes, blocks, and sizes
 Pass 2: Checking directory structure
-directory 2046 block 1 (8743) is damaged: directory 2046: rec_len 924 at offset 108 is misaligned or too long.  Salvage? yes
+directory 2046 block 3 (8745) is damaged: directory 2046: rec_len 924 at offset 108 is misaligned or too long.  Salvage? yes
 Pass 3: Checking directory connectivity
 Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2486/16280 blocks

@@ -4,7 +4,7 @@ Pass 2: Checking directory structure
 Pass 3: Checking directory connectivity
 Pass 4: Checking reference counts
 Pass 5: Checking group summary information
-group 0: 1593 free blocks recorded, 1600 counted.  Fix? yes
+group 0: 1591 free blocks recorded, 1598 counted.  Fix? yes
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4080 files (2.6% non-contiguous), 2470/4070 blocks
+img: 153/4080 files (2.6% non-contiguous), 2472/4070 blocks

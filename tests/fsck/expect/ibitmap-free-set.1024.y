@@ -9,4 +9,4 @@ group 1: 1902 free inodes recorded, 1903 counted.  Fix? yes
 superblock: 3918 free inodes recorded, 3919 counted.  Fix? yes
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2486/16280 blocks

@@ -9,4 +9,4 @@ group 0: 3928 free inodes recorded, 3927 counted.  Fix? yes
 superblock: 3928 free inodes recorded, 3927 counted.  Fix? yes
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4080 files (2.6% non-contiguous), 2470/4070 blocks
+img: 153/4080 files (2.6% non-contiguous), 2472/4070 blocks

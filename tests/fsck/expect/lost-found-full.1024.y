@@ -7,4 +7,4 @@ inode 2039 (a regular file, 2000 bytes) is unattached.  Connect to /lost+found? 
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2483/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2487/16280 blocks

@@ -9,4 +9,4 @@ Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 154/4072 files (2.5% non-contiguous), 2483/16280 blocks
+img: 154/4072 files (2.5% non-contiguous), 2487/16280 blocks

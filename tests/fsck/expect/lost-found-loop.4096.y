@@ -9,4 +9,4 @@ Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 154/4080 files (2.5% non-contiguous), 2471/4070 blocks
+img: 154/4080 files (2.5% non-contiguous), 2473/4070 blocks

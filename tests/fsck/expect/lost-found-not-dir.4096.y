@@ -12,4 +12,4 @@ inode 14 (a regular file, 2000 bytes) is unattached.  Connect to /lost+found? ye
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4080 files (2.6% non-contiguous), 2470/4070 blocks
+img: 153/4080 files (2.6% non-contiguous), 2472/4070 blocks

@@ -10,4 +10,4 @@ inode 2: link count is 5, should be 6.  Fix? yes
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 154/4072 files (2.5% non-contiguous), 2483/16280 blocks
+img: 154/4072 files (2.5% non-contiguous), 2487/16280 blocks

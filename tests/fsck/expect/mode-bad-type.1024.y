@@ -7,11 +7,11 @@ Pass 3: Checking directory connectivity
 Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 block bitmap of group 1 differs: -(8708--8709).  Fix? yes
-group 1: 7450 free blocks recorded, 7452 counted.  Fix? yes
+group 1: 7446 free blocks recorded, 7448 counted.  Fix? yes
 inode bitmap of group 1 differs: -2039.  Fix? yes
 group 1: 1903 free inodes recorded, 1904 counted.  Fix? yes
-superblock: 13798 free blocks recorded, 13800 counted.  Fix? yes
+superblock: 13794 free blocks recorded, 13796 counted.  Fix? yes
 superblock: 3919 free inodes recorded, 3920 counted.  Fix? yes
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 152/4072 files (2.6% non-contiguous), 2480/16280 blocks
+img: 152/4072 files (2.6% non-contiguous), 2484/16280 blocks

@@ -7,4 +7,4 @@ Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4080 files (2.6% non-contiguous), 2470/4070 blocks
+img: 153/4080 files (2.6% non-contiguous), 2472/4070 blocks

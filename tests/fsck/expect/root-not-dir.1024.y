@@ -27,4 +27,4 @@ inode 20 (a regular file, 400 bytes) is unattached.  Connect to /lost+found? yes
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 154/4072 files (2.5% non-contiguous), 2483/16280 blocks
+img: 154/4072 files (2.5% non-contiguous), 2487/16280 blocks

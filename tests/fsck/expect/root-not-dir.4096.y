@@ -27,4 +27,4 @@ inode 29 (a regular file, 400 bytes) is unattached.  Connect to /lost+found? yes
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 154/4080 files (2.5% non-contiguous), 2471/4070 blocks
+img: 154/4080 files (2.5% non-contiguous), 2473/4070 blocks

@@ -1,4 +1,4 @@
-fsck.miscfs: warning: primary superblock: checksum mismatch (stored 0xd55b2e49, computed 0xd55b2e48); looking for a backup superblock
+fsck.miscfs: warning: primary superblock: checksum mismatch (stored 0x6c9a86c4, computed 0x6c9a86c5); looking for a backup superblock
 fsck.miscfs: warning: using the backup superblock of group 1
 the primary superblock is damaged; the backup of group 1 is used.  Write the backup over it? yes
 Pass 0: Checking the superblock, descriptors and regions
@@ -9,4 +9,4 @@ Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2482/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2486/16280 blocks

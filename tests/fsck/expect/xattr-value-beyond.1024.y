@@ -8,7 +8,7 @@ Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 block bitmap of group 0 differs: -1844.  Fix? yes
 group 0: 6348 free blocks recorded, 6349 counted.  Fix? yes
-superblock: 13798 free blocks recorded, 13799 counted.  Fix? yes
+superblock: 13794 free blocks recorded, 13795 counted.  Fix? yes
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4072 files (2.6% non-contiguous), 2481/16280 blocks
+img: 153/4072 files (2.6% non-contiguous), 2485/16280 blocks

@@ -7,8 +7,8 @@ Pass 3: Checking directory connectivity
 Pass 4: Checking reference counts
 Pass 5: Checking group summary information
 block bitmap of group 0 differs: -2362.  Fix? yes
-group 0: 1600 free blocks recorded, 1601 counted.  Fix? yes
-superblock: 1600 free blocks recorded, 1601 counted.  Fix? yes
+group 0: 1598 free blocks recorded, 1599 counted.  Fix? yes
+superblock: 1598 free blocks recorded, 1599 counted.  Fix? yes
 
 img: ***** FILE SYSTEM WAS MODIFIED *****
-img: 153/4080 files (2.6% non-contiguous), 2469/4070 blocks
+img: 153/4080 files (2.6% non-contiguous), 2471/4070 blocks

@@ -1,0 +1,10 @@
+Pass 0: Checking the superblock, descriptors and regions
+Pass 1: Checking inodes, blocks, and sizes
+Pass 2: Checking directory structure
+directory 30: its index holds 121 records for 122 entries.  Rebuild it? yes
+Pass 3: Checking directory connectivity
+Pass 4: Checking reference counts
+Pass 5: Checking group summary information
+
+img: ***** FILE SYSTEM WAS MODIFIED *****
+img: 153/4080 files (2.6% non-contiguous), 2472/4070 blocks
