@@ -474,14 +474,17 @@ static int fmap_list(struct mfs_node *dir, uint32_t *n, uint32_t *lblks)
 	return 0;
 }
 
+/* First fit from the first block that may have room: the blocks before
+ * it are full, as a directory filled in order has most of its blocks. */
 int mfs_dx_find_room(struct mfs_node *dir, uint32_t need, uint64_t *lblk)
 {
 	struct mfs_super *sb = &dir->fs->sb;
 	uint32_t per = fmt_dx_limit(sb, MFS_DX_FMAP), n, lblks[MFS_DX_FMAP_MAX];
-	uint64_t blocks = mfs_dir_blocks(dir);
+	uint64_t blocks = mfs_dir_blocks(dir), from = UT_MIN(dir->dx_room_from, blocks);
+	uint64_t first_room = blocks;
 	int err = fmap_list(dir, &n, lblks), found = 0;
 
-	for (uint32_t j = 0; !err && !found && j < n; j++) {
+	for (uint32_t j = (uint32_t)(from / per); !err && !found && j < n; j++) {
 		struct pc_page *pg;
 		const uint8_t *m;
 		uint64_t first = (uint64_t)j * per;
@@ -490,13 +493,20 @@ int mfs_dx_find_room(struct mfs_node *dir, uint32_t need, uint64_t *lblk)
 		if (err)
 			break;
 		m = fmt_dx_fmap(pg->data);
-		for (uint32_t i = 0; i < per && first + i < blocks && !found; i++)
-			if (m[i] && fmt_dx_room_fits(sb, m[i], need)) {
+		for (uint64_t i = UT_MAX(from, first) - first; i < per && first + i < blocks &&
+		     !found; i++) {
+			if (!m[i])
+				continue;
+			first_room = UT_MIN(first_room, first + i);
+			if (fmt_dx_room_fits(sb, m[i], need)) {
 				*lblk = first + i;
 				found = 1;
 			}
+		}
 		pc_put_page(pg);
 	}
+	if (!err)
+		dir->dx_room_from = first_room;
 	return err ? err : found;
 }
 
@@ -518,6 +528,8 @@ int mfs_dx_set_room(struct mfs_node *dir, struct mfs_handle *h, uint64_t lblk,
 	err = dx_get(dir, lblks[lblk / per], MFS_DX_FMAP, -1, &pg);
 	if (err)
 		return err;
+	if (code && lblk < dir->dx_room_from)
+		dir->dx_room_from = lblk;
 	m = fmt_dx_fmap(pg->data);
 	if (m[lblk % per] == code) {
 		pc_put_page(pg);

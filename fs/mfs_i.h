@@ -234,6 +234,9 @@ struct mfs_node {
 	struct mfs_dirhash *dh;          /* big directories; under dh_lock */
 	pthread_mutex_t dh_lock;         /* dh: its build, use and changes */
 	uint64_t dh_failed;              /* dh_clock when a build failed */
+	/* Under rwsem held for writing: no block of the directory before
+	 * this one has room, by its index's room map (dx.c). */
+	uint64_t dx_room_from;
 	/* The access ACL as last read (acl.c), under lock: valid while
 	 * acl_cached; NULL then means none.  A change of the xattrs bumps
 	 * xattr_seq when it begins (xattr_changing set) and when it ends,

@@ -945,6 +945,39 @@ static void test_full_dx(void)
 	bdev_close(bd);
 }
 
+static uint64_t dir_size(struct mfs_fs *fs, uint64_t dir)
+{
+	struct stat st;
+
+	t_ok(mfs_getattr(fs, dir, &st));
+	return (uint64_t)st.st_size;
+}
+
+/* Room freed anywhere in an indexed directory is taken again before the
+ * directory grows: half the names of 4,000 unlinked, as many new ones
+ * of the same length fit in the blocks it has. */
+static void test_reuse_dx(void)
+{
+	struct bdev *bd = mkfs_big(4096, 256ull << 20, 16384, true);
+	struct mfs_fs *fs = tf_mount(bd);
+	uint64_t dir = mkdir_(fs, MFS_ROOT_INO, "d"), size, ino;
+	char name[64];
+
+	fill(fs, dir, 4000);
+	size = dir_size(fs, dir);
+	for (unsigned i = 0; i < 4000; i += 2) {
+		ename(name, sizeof(name), i);
+		t_ok(mfs_unlink(fs, &tf_root, dir, name));
+	}
+	for (unsigned i = 0; i < 2000; i++) {
+		snprintf(name, sizeof(name), "n%07u", i);
+		t_ok(mknod_(fs, dir, name, &ino));
+	}
+	t_eq(dir_size(fs, dir), size);
+	tf_unmount_check(fs, bd);
+	bdev_close(bd);
+}
+
 /* Random operations: as many as the big directory has entries, / 5. */
 static unsigned random_ops(void)
 {
@@ -985,4 +1018,5 @@ T_MAIN(T_CASE(test_cost),
        T_CASE(test_fsck_build),
        T_CASE(test_dx_crash),
        T_CASE(test_full_dx),
+       T_CASE(test_reuse_dx),
        T_CASE(test_random_dx))
