@@ -8,34 +8,41 @@
  * sum of every arena's peak; aligned allocations of a block also waste
  * most of a block each.  A pool hands out buffers shared by all threads
  * from chunks mapped whole, as a slab allocator does: each chunk keeps
- * its own free buffers, a buffer is taken from a chunk already in use
- * before an empty one, and a chunk whose buffers all came back is
- * unmapped (unless the others have few free: kept for the next burst).  What the pool holds
- * follows what is in use, not its peak.
+ * its own free buffers, a buffer comes from a chunk in use before an
+ * empty one, and a chunk whose buffers all came back goes back to the
+ * system once it has stayed empty for keep_ms.  The journal's use comes
+ * in bursts (a commit copies its blocks, then frees them all): the delay
+ * keeps the chunks of bursts that follow each other, mapped and faulted
+ * in once, and gives back those of a burst that had no successor.
  */
 #include "util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* Bytes mapped at once, at an address that is a multiple of it: a
  * buffer's chunk is its address rounded down.  The chunk's head takes
  * its first buffer's place. */
 #define POOL_CHUNK_BYTES ((size_t)1 << 20)
+#define POOL_KEEP_MS 2000u
 
 struct ut_pool_chunk {
-	struct ut_pool_chunk *next, *prev;   /* the pool's chunks with free buffers */
-	void *free;                          /* linked through each one's first word */
+	struct ut_pool_chunk *next, *prev;   /* on p->chunks or p->empty */
+	void *free;                          /* given back, linked through their first word */
 	uint32_t used, count;
+	uint32_t fresh;                      /* buffers from here on never handed out */
+	uint64_t empty_since;                /* ms, on p->empty */
 };
 
 int ut_pool_init(struct ut_pool *p, size_t size)
 {
 	if (size < sizeof(void *) || (size & (size - 1)) || size > POOL_CHUNK_BYTES / 4)
 		return -EINVAL;
-	*p = (struct ut_pool){ .size = size };
+	*p = (struct ut_pool){ .size = size, .keep_ms = POOL_KEEP_MS };
 	return -pthread_mutex_init(&p->lock, NULL);
 }
 
@@ -46,20 +53,28 @@ static void chunk_unmap(struct ut_pool_chunk *c)
 
 void ut_pool_destroy(struct ut_pool *p)
 {
-	while (p->chunks) {
-		struct ut_pool_chunk *c = p->chunks;
+	struct ut_pool_chunk **lists[] = { &p->chunks, &p->empty };
 
-		p->chunks = c->next;
-		chunk_unmap(c);
-	}
+	for (unsigned i = 0; i < 2; i++)
+		while (*lists[i]) {
+			struct ut_pool_chunk *c = *lists[i];
+
+			*lists[i] = c->next;
+			chunk_unmap(c);
+		}
 	pthread_mutex_destroy(&p->lock);
 }
 
+static size_t head_len(size_t size)
+{
+	return UT_MAX(size, sizeof(struct ut_pool_chunk));
+}
+
 /* A chunk aligned to its size: twice the size mapped, the rest given
- * back. */
+ * back.  Its buffers are not touched: each page is faulted in when a
+ * buffer on it is first used. */
 static struct ut_pool_chunk *chunk_map(size_t size)
 {
-	size_t head_len = UT_MAX(size, sizeof(struct ut_pool_chunk));
 	uintptr_t start, aligned;
 	struct ut_pool_chunk *c;
 	char *mem = mmap(NULL, 2 * POOL_CHUNK_BYTES, PROT_READ | PROT_WRITE,
@@ -73,45 +88,46 @@ static struct ut_pool_chunk *chunk_map(size_t size)
 		munmap(mem, aligned - start);
 	munmap((void *)(aligned + POOL_CHUNK_BYTES), start + POOL_CHUNK_BYTES - aligned);
 	c = (void *)aligned;
-	c->count = (uint32_t)((POOL_CHUNK_BYTES - head_len) / size);
-	c->used = 0;
-	for (uint32_t i = 0; i < c->count; i++) {
-		char *buf = (char *)c + head_len + (size_t)i * size;
-
-		*(void **)buf = i + 1 < c->count ? buf + size : NULL;
-	}
-	c->free = (char *)c + head_len;
+	*c = (struct ut_pool_chunk){
+		.count = (uint32_t)((POOL_CHUNK_BYTES - head_len(size)) / size),
+	};
 	return c;
 }
 
-static void link_chunk(struct ut_pool *p, struct ut_pool_chunk *c)
+static void list_add(struct ut_pool_chunk **head, struct ut_pool_chunk *c)
 {
 	c->prev = NULL;
-	c->next = p->chunks;
-	if (p->chunks)
-		p->chunks->prev = c;
-	p->chunks = c;
+	c->next = *head;
+	if (*head)
+		(*head)->prev = c;
+	*head = c;
 }
 
-static void unlink_chunk(struct ut_pool *p, struct ut_pool_chunk *c)
+static void list_del(struct ut_pool_chunk **head, struct ut_pool_chunk *c)
 {
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		p->chunks = c->next;
+		*head = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 }
 
-/* The chunk to take from: one in use before an empty one, so that the
- * empty ones can go back. */
-static struct ut_pool_chunk *pick(struct ut_pool *p)
+static bool chunk_full(const struct ut_pool_chunk *c)
 {
-	struct ut_pool_chunk *c = p->chunks;
+	return !c->free && c->fresh == c->count;
+}
 
-	if (c && !c->used && c->next)
-		c = c->next;
-	return c;
+static void *chunk_take(struct ut_pool *p, struct ut_pool_chunk *c)
+{
+	void *buf = c->free;
+
+	if (buf)
+		c->free = *(void **)buf;
+	else
+		buf = (char *)c + head_len(p->size) + (size_t)c->fresh++ * p->size;
+	c->used++;
+	return buf;
 }
 
 void *ut_pool_get(struct ut_pool *p)
@@ -120,7 +136,12 @@ void *ut_pool_get(struct ut_pool *p)
 	void *buf;
 
 	pthread_mutex_lock(&p->lock);
-	c = pick(p);
+	c = p->chunks;
+	if (!c && p->empty) {            /* the most recently emptied */
+		c = p->empty;
+		list_del(&p->empty, c);
+		list_add(&p->chunks, c);
+	}
 	if (!c) {
 		/* Unlocked: the mmap may take a while, and another thread
 		 * may free buffers meanwhile. */
@@ -129,17 +150,43 @@ void *ut_pool_get(struct ut_pool *p)
 		if (!c)
 			return NULL;
 		pthread_mutex_lock(&p->lock);
-		link_chunk(p, c);
+		list_add(&p->chunks, c);
 		p->total += c->count;
 	}
-	buf = c->free;
-	c->free = *(void **)buf;
-	c->used++;
-	if (!c->free)
-		unlink_chunk(p, c);        /* full: off the list until a put */
+	buf = chunk_take(p, c);
+	if (chunk_full(c))
+		list_del(&p->chunks, c);        /* off every list until a put */
 	p->used++;
 	pthread_mutex_unlock(&p->lock);
 	return buf;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The empty chunks older than keep_ms, off the list into @gone, but the
+ * newest empty one (lock held). */
+static struct ut_pool_chunk *expire(struct ut_pool *p, uint64_t now)
+{
+	struct ut_pool_chunk *c = p->empty ? p->empty->next : NULL, *gone = NULL;
+
+	while (c) {
+		struct ut_pool_chunk *next = c->next;
+
+		if (now - c->empty_since >= p->keep_ms) {
+			list_del(&p->empty, c);
+			p->total -= c->count;
+			c->next = gone;
+			gone = c;
+		}
+		c = next;
+	}
+	return gone;
 }
 
 void ut_pool_put(struct ut_pool *p, void *buf)
@@ -150,23 +197,24 @@ void ut_pool_put(struct ut_pool *p, void *buf)
 		return;
 	c = (void *)((uintptr_t)buf & ~(uintptr_t)(POOL_CHUNK_BYTES - 1));
 	pthread_mutex_lock(&p->lock);
-	if (!c->free)
-		link_chunk(p, c);
+	if (chunk_full(c))
+		list_add(&p->chunks, c);
 	*(void **)buf = c->free;
 	c->free = buf;
 	c->used--;
 	p->used--;
-	/* Empty: it goes back while the other chunks have a chunk's worth
-	 * of buffers free, so that use going up and down by a few buffers
-	 * does not map and unmap a chunk each time. */
-	if (!c->used && p->total - p->used - c->count >= c->count) {
-		unlink_chunk(p, c);
-		p->total -= c->count;
-		gone = c;
+	if (!c->used) {
+		c->empty_since = now_ms();
+		list_del(&p->chunks, c);
+		list_add(&p->empty, c);
+		gone = expire(p, c->empty_since);
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (gone)
-		chunk_unmap(gone);
+	while (gone) {
+		c = gone;
+		gone = c->next;
+		chunk_unmap(c);
+	}
 }
 
 void ut_pool_usage(struct ut_pool *p, uint64_t *used, uint64_t *held)

@@ -137,15 +137,18 @@ static inline void ut_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
  * A pool of buffers of one size (a power of two), shared by all threads,
  * for blocks allocated on one thread and freed on another.  Buffers are
  * aligned to their size, up to a page; at most a quarter of a chunk
- * (1 MiB) each.  Memory goes back to the system as buffers come back, a
- * chunk at a time.
+ * (1 MiB) each.  A chunk whose buffers have all come back goes back to
+ * the system when a later one empties keep_ms (2 s) after it; the
+ * newest empty chunk stays.
  */
 struct ut_pool_chunk;
 struct ut_pool {
 	pthread_mutex_t lock;        /* everything below; a leaf lock */
 	size_t size;
-	struct ut_pool_chunk *chunks;  /* those with a buffer free */
+	struct ut_pool_chunk *chunks;  /* those in use with a buffer free */
+	struct ut_pool_chunk *empty;   /* those with none in use, newest first */
 	uint64_t used, total;        /* buffers handed out, buffers mapped */
+	unsigned keep_ms;            /* set after init to change it */
 };
 
 int ut_pool_init(struct ut_pool *p, size_t size);

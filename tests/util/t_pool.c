@@ -1,8 +1,9 @@
 /*
  * t_pool.c - the pool of fixed-size buffers (util/pool.c): buffers are
  * distinct, aligned and hold what was written; memory goes back to the
- * system a chunk at a time as buffers come back, without mapping and
- * unmapping a chunk at each step when use hovers at a chunk's edge; and
+ * system a chunk at a time as buffers come back (after a delay that
+ * keeps them for the next burst), without mapping and unmapping a chunk
+ * at each step when use hovers at a chunk's edge; and
  * threads taking and giving back at once agree on the counts.
  */
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "t.h"
 #include "util.h"
@@ -33,8 +35,8 @@ static uint64_t used(struct ut_pool *p)
 }
 
 /* 5 MiB of 4 KiB buffers taken, each aligned and distinct (a pattern
- * written into each reads back), then given back: the pool keeps at
- * most the chunk it would take from next. */
+ * written into each reads back), then given back: with no delay, the
+ * pool keeps at most the chunk it would take from next. */
 static void test_back_to_system(void)
 {
 	struct ut_pool p;
@@ -42,6 +44,7 @@ static void test_back_to_system(void)
 	unsigned char **b = calloc(n, sizeof(*b));
 
 	t_ok(ut_pool_init(&p, 4096));
+	p.keep_ms = 0;
 	for (unsigned i = 0; i < n; i++) {
 		b[i] = ut_pool_get(&p);
 		t_assert(b[i], "no buffer %u", i);
@@ -142,6 +145,7 @@ static void test_threads(void)
 	pthread_t t[THREADS];
 
 	t_ok(ut_pool_init(&p, 2048));
+	p.keep_ms = 0;
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ &p, 0x100u * (unsigned)i + 7, (unsigned char)(i + 1) };
 		t_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);
@@ -152,6 +156,35 @@ static void test_threads(void)
 	t_assert(held(&p) <= MIB, "%llu bytes held with nothing in use",
 		 (unsigned long long)held(&p));
 	ut_pool_destroy(&p);
+}
+
+/* Chunks emptied by a burst stay for keep_ms, for the next burst; an
+ * emptying after that gives them back. */
+static void test_keep(void)
+{
+	struct ut_pool p;
+	unsigned n = 3 * MIB / 4096;
+	void **b = calloc(n, sizeof(*b));
+	struct timespec ts = { 0, 150 * 1000 * 1000 };
+
+	t_ok(ut_pool_init(&p, 4096));
+	p.keep_ms = 100;
+	for (unsigned i = 0; i < n; i++)
+		b[i] = ut_pool_get(&p);
+	for (unsigned i = 0; i < n; i++)
+		ut_pool_put(&p, b[i]);
+	t_assert(held(&p) >= 3 * (uint64_t)MIB - 3 * 4096, "a burst's chunks went at once");
+	for (unsigned i = 0; i < n; i++)          /* the next burst maps nothing */
+		b[i] = ut_pool_get(&p);
+	t_assert(held(&p) <= 4 * (uint64_t)MIB, "held %llu", (unsigned long long)held(&p));
+	for (unsigned i = 0; i < n; i++)
+		ut_pool_put(&p, b[i]);
+	nanosleep(&ts, NULL);
+	ut_pool_put(&p, ut_pool_get(&p));
+	t_assert(held(&p) <= MIB, "%llu bytes held %d ms after the burst",
+		 (unsigned long long)held(&p), 150);
+	ut_pool_destroy(&p);
+	free(b);
 }
 
 static void test_sizes(void)
@@ -169,5 +202,5 @@ static void test_sizes(void)
 	ut_pool_destroy(&p);
 }
 
-T_MAIN(T_CASE(test_back_to_system), T_CASE(test_edge), T_CASE(test_threads),
-       T_CASE(test_sizes))
+T_MAIN(T_CASE(test_back_to_system), T_CASE(test_edge), T_CASE(test_keep),
+       T_CASE(test_threads), T_CASE(test_sizes))
