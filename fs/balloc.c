@@ -533,25 +533,33 @@ static uint32_t pick_group(struct mfs_fs *fs, uint32_t dir, bool is_dir)
 	return best;
 }
 
+/* An inode of group @g; with @fast, from the first that may be free, and
+ * none (-ENOSPC) where the descriptor counts none free, so that a file
+ * among a million in one directory skips the full groups before it. */
 static int group_alloc_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t g,
-			     bool is_dir, uint32_t *ino)
+			     bool is_dir, bool fast, uint32_t *ino)
 {
+	struct mfs_group *grp = &fs->groups[g];
 	struct pc_page *pg;
 	uint64_t blk;
 	uint32_t bit = 0;
-	int err;
+	int err = 0;
 
-	pthread_mutex_lock(&fs->groups[g].lock);
+	if (fast && !count_get(&mfs_gdesc(fs, g, NULL)->bg_free_inodes_count))
+		return -ENOSPC;
+	pthread_mutex_lock(&grp->lock);
 	err = bitmap_get(fs, g, true, &pg, &blk);
 	if (!err) {
-		bit = find_zero(pg->data, 0, fs->ipg);
+		bit = find_zero(pg->data, fast ? UT_MIN(grp->ino_from, fs->ipg) : 0, fs->ipg);
 		pc_put_page(pg);
 		if (bit >= fs->ipg)
 			err = -ENOSPC;
 	}
 	if (!err)
 		err = bitmap_change(fs, h, g, true, bit, 1, true, is_dir);
-	pthread_mutex_unlock(&fs->groups[g].lock);
+	if (!err)
+		grp->ino_from = bit + 1;
+	pthread_mutex_unlock(&grp->lock);
 	*ino = g * fs->ipg + bit + 1;
 	return err;
 }
@@ -562,8 +570,11 @@ int mfs_alloc_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t dir,
 	uint32_t g0 = pick_group(fs, dir, is_dir);
 	int err = -ENOSPC;
 
-	for (uint32_t i = 0; i < fs->ngroups && err == -ENOSPC; i++)
-		err = group_alloc_inode(fs, h, (g0 + i) % fs->ngroups, is_dir, ino);
+	/* Then every bit of every group, should a count or a hint be wrong. */
+	for (int fast = 1; fast >= 0 && err == -ENOSPC; fast--)
+		for (uint32_t i = 0; i < fs->ngroups && err == -ENOSPC; i++)
+			err = group_alloc_inode(fs, h, (g0 + i) % fs->ngroups, is_dir,
+						fast, ino);
 	if (err == -ENOSPC)
 		err = mfs_error(fs, "no free inode found although one was reserved "
 				"(descriptors disagree with the bitmaps)");
@@ -579,6 +590,8 @@ int mfs_free_inode(struct mfs_fs *fs, struct mfs_handle *h, uint32_t ino,
 	pthread_mutex_lock(&fs->groups[g].lock);
 	err = bitmap_change(fs, h, g, true, (ino - 1) % fs->ipg, 1, false,
 			    is_dir ? -1 : 0);
+	if (!err)
+		fs->groups[g].ino_from = UT_MIN(fs->groups[g].ino_from, (ino - 1) % fs->ipg);
 	pthread_mutex_unlock(&fs->groups[g].lock);
 	if (!err)
 		mfs_unreserve_inode(fs);

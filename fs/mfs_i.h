@@ -57,6 +57,7 @@ struct mfs_pend {
 struct mfs_group {
 	pthread_mutex_t lock;
 	bool bbitmap_ok, ibitmap_ok;     /* checksum checked once */
+	uint32_t ino_from;               /* under lock: no inode before it is free */
 };
 
 struct mfs_node;

@@ -743,6 +743,47 @@ static void create_fails(struct mfs_fs *fs, struct bdev *bd)
 	printf("ok: a create that fails after allocating its inode (%u)\n", bs);
 }
 
+/* An inode freed is the next one a create takes (the lowest free), also
+ * when the groups before have filled and the allocator skips them, and
+ * when every inode but the freed one is taken. */
+static void inode_reuse(struct mfs_fs *fs, struct bdev *bd)
+{
+	struct statvfs sv;
+	uint64_t a, b, c;
+	char name[32];
+	unsigned n = 0;
+	int err = 0;
+
+	a = mkfile(fs, MFS_ROOT_INO, "a", 0644);
+	b = mkfile(fs, MFS_ROOT_INO, "b", 0644);
+	c = mkfile(fs, MFS_ROOT_INO, "c", 0644);
+	t_eq(b, a + 1);
+	t_eq(c, b + 1);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "b"));
+	t_eq(mkfile(fs, MFS_ROOT_INO, "b2", 0644), b);
+	/* Every inode taken (in three groups at 1 KiB blocks). */
+	while (!err) {
+		struct stat st;
+
+		snprintf(name, sizeof(name), "f%u", n);
+		err = mfs_mknod(fs, &tf_root, MFS_ROOT_INO, name, S_IFREG | 0644, 0, &st, NULL);
+		if (!err)
+			mfs_forget(fs, st.st_ino, 1);
+		n += !err;
+	}
+	t_eq(err, -ENOSPC);
+	t_ok(mfs_statfs(fs, &sv));
+	t_eq(sv.f_ffree, 0);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "a"));
+	t_eq(mkfile(fs, MFS_ROOT_INO, "a2", 0644), a);
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "f0"));
+	t_ok(mfs_unlink(fs, &tf_root, MFS_ROOT_INO, "c"));
+	t_assert(mkfile(fs, MFS_ROOT_INO, "c2", 0644) == c, "the lowest free inode first");
+	tf_unmount_check(fs, bd);
+	printf("ok: freed inodes taken again (%u files filled the %u-byte-block image)\n",
+	       n, bs);
+}
+
 /* @fn on a fresh image of @bytes, at 1 KiB blocks, then at 4 KiB blocks. */
 static void each(void (*fn)(struct mfs_fs *, struct bdev *), uint64_t bytes)
 {
@@ -772,6 +813,7 @@ static void test_orphans(void) { each(orphans, 16u << 20); }
 static void test_rename(void) { each(rename_, 16u << 20); }
 static void test_stubs(void) { each(stubs, 64u << 20); }
 static void test_create_fails(void) { each(create_fails, 8u << 20); }
+static void test_inode_reuse(void) { each(inode_reuse, 24u << 20); }
 
 T_MAIN(T_CASE(test_names),
        T_CASE(test_many_entries),
@@ -786,4 +828,5 @@ T_MAIN(T_CASE(test_names),
        T_CASE(test_orphans),
        T_CASE(test_rename),
        T_CASE(test_stubs),
-       T_CASE(test_create_fails))
+       T_CASE(test_create_fails),
+       T_CASE(test_inode_reuse))
