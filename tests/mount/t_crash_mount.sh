@@ -3,7 +3,8 @@
 # workload runs on a mount that records every write and flush
 # (-o writelog=): files written and fsynced once (each then left alone),
 # among files, renames, truncations, links and directories that are never
-# synced.  Then, for every flush of the log and for random points between
+# synced, and a directory grown past its index's root splits, with
+# renames and unlinks in it.  Then, for every flush of the log and for random points between
 # flushes (the writes since the last flush kept, dropped, kept at random,
 # torn at 512 bytes, or kept block by block), the image is rebuilt and
 # mounted (which replays the journal): every file whose fsync had returned
@@ -62,9 +63,24 @@ sync_file() {
 	synced=$((synced + 1))
 }
 
+# The big directory b gains 80 names every 7th round of the workload,
+# 480 in all, past its index's root split (at about 315 records), and
+# churn renames and unlinks in it.
+bign=0
+bprefix=an-entry-of-the-big-directory-
+grow_big() {
+	local names=()
+	for _ in $(seq 80); do
+		names+=("$mnt/b/$bprefix$bign")
+		bign=$((bign + 1))
+	done
+	touch "${names[@]}" || fail "touch in b"
+}
+
 churn() {
 	local k=$((RANDOM % 12)) f="$mnt/u/f$((RANDOM % 10))" g="$mnt/u/f$((RANDOM % 10))"
-	case $((RANDOM % 8)) in
+	local x="$mnt/b/$bprefix$((RANDOM % (bign + 1)))"
+	case $((RANDOM % 10)) in
 	0) piece $((RANDOM % 30000)) $((RANDOM * 7)) >"$f" ;;
 	1) piece $((RANDOM % 9000)) $((RANDOM)) >>"$f" ;;
 	2) [ -e "$f" ] && truncate -s $((RANDOM % 20000)) "$f" ;;
@@ -73,14 +89,17 @@ churn() {
 	5) mkdir -p "$mnt/u/d$k/e" ;;
 	6) rm -rf "$mnt/u/d$k" ;;
 	7) [ -e "$f" ] && ln -f "$f" "$mnt/u/l$k" ;;
+	8) [ -e "$x" ] && mv "$x" "$x-renamed" ;;
+	9) for _ in $(seq 10); do rm -f "$mnt/b/$bprefix$((RANDOM % (bign + 1)))"; done ;;
 	esac
 	return 0
 }
 
 workload() {
-	mkdir "$mnt/d" "$mnt/u" || fail "mkdir"
+	mkdir "$mnt/d" "$mnt/u" "$mnt/b" || fail "mkdir"
 	: >"$model/list"
-	for _ in $(seq 40); do
+	for round in $(seq 0 39); do
+		[ $((round % 7)) -eq 0 ] && grow_big
 		for _ in $(seq $((RANDOM % 4))); do churn; done
 		sync_file
 	done
@@ -91,6 +110,12 @@ cp "$img" "$base"
 start -o "writelog=$log"
 workload
 unmount
+# The big directory's index split its root: the states hold index blocks
+# being split, records added and removed.
+expect_status 0 "$DEBUGFS" "$img" dx /b
+height=$(field height)
+[ "$height" -ge 2 ] || { cat "$T_OUT"; fail "the index of b has height $height"; }
+echo "b: $bign names made, index of height $height"
 
 # The flush count at each entry of the log.
 "$REPLAY" --list "$log" >"$T_DIR/list" || fail "miscfs-replay --list"
