@@ -5,12 +5,17 @@
  * tombstones).  A million inodes in the kernel's dentry cache cost 16 MiB
  * here instead of a full node and mapping each; the node is read back
  * from the inode table when it is used again.  Under fs->icache_lock.
+ *
+ * The table is mapped on its own, not taken from malloc: when it shrinks
+ * (the kernel forgot its inodes, say after drop_caches) its memory goes
+ * back to the system at once, where a heap would keep it.
  */
 #include "mfs_i.h"
 #include "icache.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* A slot: the inode number in the low 32 bits, the lookup count in the
  * high 32; 0 is empty (no inode 0). */
@@ -35,17 +40,25 @@ static uint32_t probe(const struct mfs_stubs *t, uint32_t ino)
 	return i;
 }
 
+static void table_unmap(struct mfs_stubs *t)
+{
+	if (t->slot)
+		munmap(t->slot, ((size_t)t->mask + 1) * sizeof(*t->slot));
+}
+
 static int resize(struct mfs_stubs *t, unsigned bits)
 {
 	struct mfs_stubs n = { .bits = bits, .mask = (1u << bits) - 1, .count = t->count };
+	void *mem = mmap(NULL, ((size_t)1 << bits) * sizeof(*n.slot), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	n.slot = calloc((size_t)1 << bits, sizeof(*n.slot));
-	if (!n.slot)
+	if (mem == MAP_FAILED)
 		return -ENOMEM;
+	n.slot = mem;                    /* zeroed: every slot empty */
 	for (uint32_t i = 0; t->slot && i <= t->mask; i++)
 		if (t->slot[i])
 			n.slot[probe(&n, SLOT_INO(t->slot[i]))] = t->slot[i];
-	free(t->slot);
+	table_unmap(t);
 	*t = n;
 	return 0;
 }
@@ -124,6 +137,6 @@ size_t mfs_stub_bytes(const struct mfs_stubs *t)
 
 void mfs_stub_free(struct mfs_stubs *t)
 {
-	free(t->slot);
+	table_unmap(t);
 	*t = (struct mfs_stubs){ 0 };
 }

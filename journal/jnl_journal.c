@@ -219,8 +219,11 @@ static void *commit_thread(void *arg)
 	pthread_mutex_lock(&j->j_lock);
 	for (;;) {
 		while (!j->j_stop && (j->j_aborted || !commit_due(j, ut_now_ns())) &&
-		       !jnl_checkpoint_due(j))
+		       !jnl_checkpoint_due(j)) {
 			wait_for_work(j);
+			/* Idle: the copies of the last burst go back. */
+			ut_pool_trim(&j->j_copies);
+		}
 		if (commit_due(j, ut_now_ns()) && !j->j_aborted) {
 			struct jnl_tx *t = j->j_running;
 

@@ -10,7 +10,8 @@
  * from chunks mapped whole, as a slab allocator does: each chunk keeps
  * its own free buffers, a buffer comes from a chunk in use before an
  * empty one, and a chunk whose buffers all came back goes back to the
- * system once it has stayed empty for keep_ms.  The journal's use comes
+ * system once it has stayed empty for keep_ms (at the next emptying, or
+ * at a trim an idle user calls now and then).  The journal's use comes
  * in bursts (a commit copies its blocks, then frees them all): the delay
  * keeps the chunks of bursts that follow each other, mapped and faulted
  * in once, and gives back those of a burst that had no successor.
@@ -170,10 +171,13 @@ static uint64_t now_ms(void)
 }
 
 /* The empty chunks older than keep_ms, off the list into @gone, but the
- * newest empty one (lock held). */
-static struct ut_pool_chunk *expire(struct ut_pool *p, uint64_t now)
+ * newest empty one if @keep_newest (lock held). */
+static struct ut_pool_chunk *expire(struct ut_pool *p, uint64_t now, bool keep_newest)
 {
-	struct ut_pool_chunk *c = p->empty ? p->empty->next : NULL, *gone = NULL;
+	struct ut_pool_chunk *c = p->empty, *gone = NULL;
+
+	if (c && keep_newest)
+		c = c->next;
 
 	while (c) {
 		struct ut_pool_chunk *next = c->next;
@@ -187,6 +191,16 @@ static struct ut_pool_chunk *expire(struct ut_pool *p, uint64_t now)
 		c = next;
 	}
 	return gone;
+}
+
+static void unmap_all(struct ut_pool_chunk *gone)
+{
+	while (gone) {
+		struct ut_pool_chunk *c = gone;
+
+		gone = c->next;
+		chunk_unmap(c);
+	}
 }
 
 void ut_pool_put(struct ut_pool *p, void *buf)
@@ -207,14 +221,20 @@ void ut_pool_put(struct ut_pool *p, void *buf)
 		c->empty_since = now_ms();
 		list_del(&p->chunks, c);
 		list_add(&p->empty, c);
-		gone = expire(p, c->empty_since);
+		gone = expire(p, c->empty_since, true);
 	}
 	pthread_mutex_unlock(&p->lock);
-	while (gone) {
-		c = gone;
-		gone = c->next;
-		chunk_unmap(c);
-	}
+	unmap_all(gone);
+}
+
+void ut_pool_trim(struct ut_pool *p)
+{
+	struct ut_pool_chunk *gone;
+
+	pthread_mutex_lock(&p->lock);
+	gone = expire(p, now_ms(), false);
+	pthread_mutex_unlock(&p->lock);
+	unmap_all(gone);
 }
 
 void ut_pool_usage(struct ut_pool *p, uint64_t *used, uint64_t *held)

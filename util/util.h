@@ -155,6 +155,9 @@ int ut_pool_init(struct ut_pool *p, size_t size);
 void ut_pool_destroy(struct ut_pool *p);
 void *ut_pool_get(struct ut_pool *p);           /* NULL: out of memory */
 void ut_pool_put(struct ut_pool *p, void *buf); /* NULL is fine */
+/* Give back every chunk empty for keep_ms or more, the newest too: for
+ * a user gone idle, which empties no chunk to do it. */
+void ut_pool_trim(struct ut_pool *p);
 /* Bytes handed out now, and bytes the pool holds. */
 void ut_pool_usage(struct ut_pool *p, uint64_t *used, uint64_t *held);
 

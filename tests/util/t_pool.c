@@ -183,6 +183,12 @@ static void test_keep(void)
 	ut_pool_put(&p, ut_pool_get(&p));
 	t_assert(held(&p) <= MIB, "%llu bytes held %d ms after the burst",
 		 (unsigned long long)held(&p), 150);
+	/* A trim gives back the newest empty chunk too, once it is old. */
+	ut_pool_trim(&p);
+	t_assert(held(&p) > 0, "a fresh chunk went at once");
+	nanosleep(&ts, NULL);
+	ut_pool_trim(&p);
+	t_eq(held(&p), 0);
 	ut_pool_destroy(&p);
 	free(b);
 }
