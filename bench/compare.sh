@@ -82,7 +82,7 @@
 # 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
 # DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
 # command of a workload), BUILD (build), BASE_BUILD (for miscfs-base),
-# MKFS_OPTS (more options for mkfs.miscfs, say "-O dir_index").
+# MKFS_OPTS (more options for mkfs.miscfs, say "-O ^dir_index").
 # REMAKE=1 runs nothing but makes table.md and ratios.svg again from
 # $OUT/raw.tsv (after merging the lines of several runs into it, say).  QUICK=1 makes every default
 # tiny (SEQ=64M NFILES=2000 NLOOKUP=5000 NMETA=2000 DBENCH_TIME=5
