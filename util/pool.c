@@ -178,7 +178,6 @@ static struct ut_pool_chunk *expire(struct ut_pool *p, uint64_t now, bool keep_n
 
 	if (c && keep_newest)
 		c = c->next;
-
 	while (c) {
 		struct ut_pool_chunk *next = c->next;
 
