@@ -52,17 +52,21 @@ static void chunk_unmap(struct ut_pool_chunk *c)
 	munmap(c, POOL_CHUNK_BYTES);
 }
 
+/* Every chunk of a list linked through ->next. */
+static void unmap_all(struct ut_pool_chunk *gone)
+{
+	while (gone) {
+		struct ut_pool_chunk *c = gone;
+
+		gone = c->next;
+		chunk_unmap(c);
+	}
+}
+
 void ut_pool_destroy(struct ut_pool *p)
 {
-	struct ut_pool_chunk **lists[] = { &p->chunks, &p->empty };
-
-	for (unsigned i = 0; i < 2; i++)
-		while (*lists[i]) {
-			struct ut_pool_chunk *c = *lists[i];
-
-			*lists[i] = c->next;
-			chunk_unmap(c);
-		}
+	unmap_all(p->chunks);
+	unmap_all(p->empty);
 	pthread_mutex_destroy(&p->lock);
 }
 
@@ -190,16 +194,6 @@ static struct ut_pool_chunk *expire(struct ut_pool *p, uint64_t now, bool keep_n
 		c = next;
 	}
 	return gone;
-}
-
-static void unmap_all(struct ut_pool_chunk *gone)
-{
-	while (gone) {
-		struct ut_pool_chunk *c = gone;
-
-		gone = c->next;
-		chunk_unmap(c);
-	}
 }
 
 void ut_pool_put(struct ut_pool *p, void *buf)
