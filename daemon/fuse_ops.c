@@ -19,8 +19,26 @@
 
 #include "util.h"
 
-#define ATTR_TIMEOUT 1.0
 #define MAX_GROUPS 64
+
+/*
+ * The daemon is the image's only writer (it holds the image's lock), and
+ * every change reaches the core through this mount: a change the kernel
+ * makes itself it also updates or drops in its own caches, and a change
+ * the core makes on its own (set-id bits a write drops, a mode an ACL
+ * sets, chattr's ctime) is told to the kernel (mfs_fuse_attr_changed).  So
+ * names, attributes and missing names stay valid until then, and the
+ * timeouts are long: they only bound how long a bug could show.
+ */
+static struct mfs_fuse_cache cache = {
+	.entry_s = MFS_FUSE_CACHE_TIMEOUT, .attr_s = MFS_FUSE_CACHE_TIMEOUT,
+	.negative_s = MFS_FUSE_CACHE_TIMEOUT, .keep_cache = true,
+};
+
+void mfs_fuse_set_cache(const struct mfs_fuse_cache *c)
+{
+	cache = *c;
+}
 
 static struct mfs_fs *fs_of(fuse_req_t req)
 {
@@ -80,8 +98,8 @@ static void reply_entry(fuse_req_t req, int err, struct stat *st, uint64_t gen)
 	e.ino = st->st_ino;
 	e.generation = gen;
 	e.attr = *st;
-	e.attr_timeout = ATTR_TIMEOUT;
-	e.entry_timeout = ATTR_TIMEOUT;
+	e.attr_timeout = cache.attr_s;
+	e.entry_timeout = cache.entry_s;
 	fuse_reply_entry(req, &e);
 }
 
@@ -92,7 +110,7 @@ static void reply_attr(fuse_req_t req, int err, struct stat *st)
 		return;
 	}
 	st->st_ino = to_fuse(st->st_ino);
-	fuse_reply_attr(req, st, ATTR_TIMEOUT);
+	fuse_reply_attr(req, st, cache.attr_s);
 }
 
 /* ---- names --------------------------------------------------------------- */
@@ -109,7 +127,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * is (ino 0): every name is made through it, and it drops the
 	 * negative entry then. */
 	if (err == -ENOENT) {
-		struct fuse_entry_param e = { .entry_timeout = ATTR_TIMEOUT };
+		struct fuse_entry_param e = { .entry_timeout = cache.negative_s };
 
 		fuse_reply_entry(req, &e);
 		return;
@@ -296,12 +314,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * shared mapping stored before msync, as POSIX wants.  direct_io
 	 * would lose that, and libfuse 3.14 cannot ask for shared mappings
 	 * of direct_io files (FUSE_DIRECT_IO_ALLOW_MMAP came later).
-	 * keep_cache stays 0: an open drops what an earlier one cached.  A
-	 * read the kernel answers from its cache never reaches the core,
-	 * which then could not move the atime as relatime (or the absence
-	 * of chattr +A) wants.
+	 * What an earlier open cached stays when the core says so
+	 * (mfs_file_keep_cache: the bytes are the same, and no atime is due).
 	 */
 	fi->direct_io = mfs_file_direct(f);
+	fi->keep_cache = cache.keep_cache && mfs_file_keep_cache(f);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		mfs_release(fs_of(req), f);      /* the caller was interrupted */
 }
@@ -323,7 +340,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	e.attr.st_ino = to_fuse(e.attr.st_ino);
 	e.ino = e.attr.st_ino;
 	e.generation = gen;
-	e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+	e.attr_timeout = cache.attr_s;
+	e.entry_timeout = cache.entry_s;
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = mfs_file_direct(f);    /* O_CREAT of the statistics */
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
@@ -633,7 +651,8 @@ static int fill(void *ctx, const char *name, size_t namelen, uint64_t ino,
 		e.attr = *st;
 		e.ino = to_fuse(ino);
 		e.generation = gen;
-		e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+		e.attr_timeout = cache.attr_s;
+		e.entry_timeout = cache.entry_s;
 	}
 	e.attr.st_ino = to_fuse(ino);
 	if (!st)

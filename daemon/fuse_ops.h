@@ -16,6 +16,16 @@ extern const struct fuse_lowlevel_ops mfs_fuse_ops;
  * told about POSIX ACLs (FUSE_CAP_POSIX_ACL).  Before the session starts. */
 void mfs_fuse_kernel_checks(bool on);
 
+/* How long the kernel may trust the names, attributes and missing names
+ * it caches (seconds), and whether a file's pages may stay cached from one
+ * open to the next when the core allows it.  Before the session starts. */
+#define MFS_FUSE_CACHE_TIMEOUT 86400.0
+struct mfs_fuse_cache {
+	double entry_s, attr_s, negative_s;
+	bool keep_cache;
+};
+void mfs_fuse_set_cache(const struct mfs_fuse_cache *c);
+
 /* mfs_attr_changed_fn for a session (@arg): the kernel drops its cached
  * attributes of the inode. */
 void mfs_fuse_attr_changed(void *arg, uint64_t ino);

@@ -36,6 +36,7 @@ struct args {
 	char *writelog;              /* record writes and flushes here */
 	unsigned long mnt_set, mnt_clear;   /* MS_* the options name */
 	struct mfs_mount_opts mo;
+	struct mfs_fuse_cache kc;    /* what the kernel may cache */
 	char kopts[1024];            /* options for the kernel mount */
 	char fsname[PATH_MAX];
 };
@@ -50,7 +51,8 @@ static int usage(void)
 		"         errors=continue|remount-ro force allow_other default_permissions\n"
 		"         relatime strictatime noatime atime nodiratime diratime\n"
 		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n"
-		"         writelog=FILE\n");
+		"         writelog=FILE entry_timeout=S attr_timeout=S negative_timeout=S\n"
+		"         keep_cache nokeep_cache\n");
 	return 2;
 }
 
@@ -89,6 +91,15 @@ static int opt_value(struct args *a, const char *key, const char *val)
 		if (strcmp(val, "continue") && strcmp(val, "remount-ro"))
 			return mlog_err("errors=%s: use continue or remount-ro", val), -1;
 		a->mo.errors = strcmp(val, "remount-ro") ? MFS_ERRORS_CONTINUE : MFS_ERRORS_RO;
+	} else if (!strcmp(key, "entry_timeout") || !strcmp(key, "attr_timeout") ||
+		   !strcmp(key, "negative_timeout")) {
+		char *end;
+		double t = strtod(val, &end);
+
+		if (*end || !*val || !(t >= 0 && t <= 1e9))
+			return mlog_err("%s=%s: not a number of seconds", key, val), -1;
+		*(key[0] == 'e' ? &a->kc.entry_s : key[0] == 'a' ? &a->kc.attr_s :
+		  &a->kc.negative_s) = t;
 	} else if (!strcmp(key, "writelog")) {
 		if (!*val)
 			return mlog_err("writelog=: no file named"), -1;
@@ -149,6 +160,8 @@ static int opt_flag(struct args *a, const char *opt)
 		a->mo.read_only = false, mnt_flag(a, MS_RDONLY, false);
 	else if (!strcmp(opt, "force"))
 		a->mo.force = true;
+	else if (!strcmp(opt, "keep_cache") || !strcmp(opt, "nokeep_cache"))
+		a->kc.keep_cache = opt[0] == 'k';
 	else if (!strcmp(opt, "relatime"))
 		a->mo.atime = MFS_ATIME_RELATIME, a->atime_given = true;
 	else if (!strcmp(opt, "strictatime"))
@@ -563,7 +576,8 @@ static void few_arenas(void)
 
 int main(int argc, char **argv)
 {
-	struct args a = { 0 };
+	struct args a = { .kc = { MFS_FUSE_CACHE_TIMEOUT, MFS_FUSE_CACHE_TIMEOUT,
+				  MFS_FUSE_CACHE_TIMEOUT, true } };
 	int status_fd = -1, rc;
 
 	few_arenas();
@@ -588,6 +602,7 @@ int main(int argc, char **argv)
 	}
 	if (a.remount)
 		return remount(&a);
+	mfs_fuse_set_cache(&a.kc);
 	if (check_allow_other(&a)) {
 		free(a.writelog);
 		return 1;

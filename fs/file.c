@@ -125,6 +125,14 @@ static bool atime_due(struct mfs_node *n, const struct timespec *now)
 	       ns_of(now->tv_sec, (uint32_t)now->tv_nsec) - at >= ns_of(24 * 3600, 0);
 }
 
+bool mfs_disk_keep_cache(struct mfs_file *f)
+{
+	struct timespec now;
+
+	mfs_now(&now);
+	return !atime_due(f->n, &now);
+}
+
 static void touch_atime(struct mfs_node *n)
 {
 	struct mfs_handle h;

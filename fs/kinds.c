@@ -75,6 +75,7 @@ const struct mfs_fops mfs_disk_fops = {
 	.fallocate = mfs_disk_fallocate,
 	.copy_range = mfs_disk_copy_range,
 	.release = mfs_disk_release,
+	.keep_cache = mfs_disk_keep_cache,
 };
 
 const struct mfs_iops *mfs_disk_kind(uint64_t ino, const struct mfs_inode *raw)

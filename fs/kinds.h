@@ -54,6 +54,7 @@ ssize_t mfs_disk_copy_range(const struct mfs_cred *cr, struct mfs_file *in,
 			    uint64_t off_in, struct mfs_file *out,
 			    uint64_t off_out, size_t len);
 void mfs_disk_release(struct mfs_file *f);
+bool mfs_disk_keep_cache(struct mfs_file *f);
 
 /* ---- in memory: mem.c, mem_stats.c, mem_regions.c ------------------------- */
 

@@ -275,6 +275,19 @@ int mfs_releasedir(struct mfs_fs *fs, struct mfs_dir *d);
  */
 bool mfs_file_direct(const struct mfs_file *f);
 
+/*
+ * What the caller cached of @f's bytes at earlier opens may serve this
+ * one (FUSE's keep_cache): true for a file of the disk, whose bytes change
+ * only through the caller's own writes, truncates, hole punches and
+ * copies (each of which updates or drops the caller's pages), when a read
+ * now would not move its atime (noatime, chattr +A, or relatime with an
+ * atime newer than the last change and less than a day old).  A read the
+ * caller answers from its pages never reaches the filesystem, so an open
+ * that would owe an atime update must read through.  Region files and the
+ * statistics are never kept: their bytes also change without the caller.
+ */
+bool mfs_file_keep_cache(struct mfs_file *f);
+
 /* ---- statistics ---- */
 
 /*

@@ -118,6 +118,8 @@ struct mfs_fops {
 			      uint64_t off_out, size_t len);
 	/* What the file kept goes; NULL: nothing kept. */
 	void (*release)(struct mfs_file *f);
+	/* mfs_file_keep_cache; NULL: never. */
+	bool (*keep_cache)(struct mfs_file *f);
 };
 
 /* ---- the entry layer (vfs.c) --------------------------------------------- */

@@ -34,6 +34,11 @@ bool mfs_file_direct(const struct mfs_file *f)
 	return f->fops->direct;
 }
 
+bool mfs_file_keep_cache(struct mfs_file *f)
+{
+	return f->fops->keep_cache && f->fops->keep_cache(f);
+}
+
 int mfs_open(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 	     int flags, struct mfs_file **out)
 {

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# What the kernel caches of a mount stays true.  Names and attributes are
+# cached for a day (entry_timeout and friends) and a file's pages from one
+# open to the next (keep_cache), so:
+# - a second open of an unchanged file reads nothing from the daemon,
+#   unless a read owes the file an atime (relatime after a change,
+#   strictatime) or nokeep_cache is given;
+# - with its pages cached, every way of changing a file's bytes (a write
+#   of another open file, O_DIRECT, truncate, a punched hole,
+#   copy_file_range, a shared mapping) shows at the next open;
+# - what the daemon changes on its own shows at once: the set-id bits a
+#   non-root write drops, the mode an ACL sets, the ctime chattr moves;
+# - bad timeouts are refused.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/mount.sh"
+
+expect_status 0 "$MKFS" -q -F "$img" 32M
+f=$mnt/f
+exp=$T_DIR/expected
+
+reads() { sed -n 's/^fs_reads: //p' "$mnt/.miscfs/stats"; }
+
+# cached WANT: a cat of $f read from the daemon (WANT=no) or not (yes).
+cached() {
+	local r0 r1
+	r0=$(reads)
+	cat "$f" >/dev/null || fail "cat $f"
+	r1=$(reads)
+	if [ "$1" = yes ]; then
+		[ "$r1" = "$r0" ] || fail "${2:-}: the open read the file again ($r0 -> $r1 reads)"
+	else
+		[ "$r1" != "$r0" ] || fail "${2:-}: the open read nothing from the daemon"
+	fi
+}
+
+# ---- relatime (the default): kept unless an atime is due -----------------
+start -o cache_size=8M
+seq 1 20000 >"$f"
+cached no "the first read after a write"
+cached yes "a read with the atime already newer"
+cached yes "once more"
+at=$(stat -c %X.%x "$f")
+sleep 0.01
+touch -m "$f"
+cached no "a read after the mtime moved"
+[ "$(stat -c %X.%x "$f")" != "$at" ] || fail "relatime: the atime did not move"
+cached yes "a read after that"
+unmount
+
+start -o cache_size=8M,strictatime
+cached no "strictatime"
+cached no "strictatime, again"
+unmount
+
+start -o cache_size=8M,nokeep_cache,noatime
+cached no "nokeep_cache"
+cached no "nokeep_cache, again"
+unmount
+
+# ---- noatime: always kept; each change shows at the next open ------------
+chmod 0755 "$T_DIR"            # for the write of another user below
+start -o cache_size=8M,noatime,allow_other
+head -c 65536 /dev/urandom >"$exp"
+cp "$exp" "$f"
+cat "$f" >/dev/null
+cached yes "noatime"
+
+# check WHAT: $f and $exp hold the same bytes, read through a new open
+# after the kernel held the old ones.
+check() {
+	cmp "$f" "$exp" >"$T_OUT" 2>&1 || { cat "$T_OUT"; fail "$1: stale bytes"; }
+	cat "$f" >/dev/null
+}
+
+# another open file of the same inode
+head -c 5000 /dev/urandom >"$T_DIR/p"
+dd if="$T_DIR/p" of="$f" bs=5000 seek=1 conv=notrunc status=none
+dd if="$T_DIR/p" of="$exp" bs=5000 seek=1 conv=notrunc status=none
+check "a write of another open"
+# O_DIRECT, around the kernel's pages
+head -c 8192 /dev/urandom >"$T_DIR/p"
+dd if="$T_DIR/p" of="$f" bs=8192 seek=2 oflag=direct conv=notrunc status=none ||
+	fail "dd oflag=direct"
+dd if="$T_DIR/p" of="$exp" bs=8192 seek=2 conv=notrunc status=none
+check "an O_DIRECT write"
+truncate -s 30000 "$f" && truncate -s 30000 "$exp" || fail truncate
+check "truncate"
+truncate -s 50000 "$f" && truncate -s 50000 "$exp" || fail "truncate up"
+check "truncate up"
+fallocate -p -o 4096 -l 8192 "$f" || fail "fallocate -p"
+fallocate -p -o 4096 -l 8192 "$exp"
+check "a punched hole"
+head -c 20000 /dev/urandom >"$mnt/src"
+python3 - "$mnt/src" "$f" <<'EOF' || fail "copy_file_range"
+import os, sys
+i, o = os.open(sys.argv[1], os.O_RDONLY), os.open(sys.argv[2], os.O_WRONLY)
+left, src, dst = 12000, 3000, 9000
+while left:
+    n = os.copy_file_range(i, o, left, src, dst)
+    assert n > 0
+    left, src, dst = left - n, src + n, dst + n
+EOF
+dd if="$mnt/src" of="$exp" bs=1 skip=3000 seek=9000 count=12000 conv=notrunc status=none
+check "copy_file_range"
+python3 - "$f" <<'EOF' || fail "mmap"
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+m[100:108] = b"mappedXY"
+m.flush()
+m.close()
+EOF
+printf mappedXY | dd of="$exp" bs=1 seek=100 conv=notrunc status=none
+check "a shared mapping"
+
+# ---- what the daemon changes on its own shows at once ---------------------
+stat -c %a "$f" >/dev/null
+chmod 4777 "$f"
+stat -c %a "$f" >/dev/null         # cached as 4777
+setpriv --reuid=4321 --regid=4321 --clear-groups \
+	dd if=/dev/zero of="$f" bs=1 count=1 conv=notrunc status=none ||
+	fail "a write by uid 4321"
+[ "$(stat -c %a "$f")" = 777 ] || fail "the set-id bit a write dropped: $(stat -c %a "$f")"
+chmod 4777 "$f"
+stat -c %a "$f" >/dev/null
+setpriv --reuid=4321 --regid=4321 --clear-groups sh -c ": >'$f'" ||
+	fail "an O_TRUNC open by uid 4321"
+[ "$(stat -c %a "$f")" = 777 ] || fail "the set-id bit an O_TRUNC open dropped: $(stat -c %a "$f")"
+chmod 0640 "$f"
+stat -c %a "$f" >/dev/null
+setfacl -m u:4321:rwx "$f" || fail setfacl
+[ "$(stat -c %a "$f")" = 670 ] || fail "the mode an ACL set: $(stat -c %a "$f")"
+ct=$(stat -c %Z.%z "$f")
+sleep 0.01
+chattr +A "$f" || fail "chattr +A"
+[ "$(stat -c %Z.%z "$f")" != "$ct" ] || fail "chattr: the ctime did not move"
+unmount
+
+# ---- bad timeouts ----------------------------------------------------------
+for o in attr_timeout=x entry_timeout= negative_timeout=-1 attr_timeout=1e12; do
+	expect_status 2 "$MISCFS" "$img" "$mnt" -f -o "$o"
+	expect_in "$T_ERR" "not a number of seconds"
+done
+mounted && fail "mounted with a bad timeout"
+exit 0
