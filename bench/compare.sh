@@ -25,6 +25,14 @@
 #                   nbdkit's file plugin on a Unix socket (libnbd in
 #                   place of io_uring: the NBD backend's cost; not in the
 #                   default list)
+#   miscfs-uring    miscfs with -o io_uring: FUSE requests over io_uring
+#                   (the script sets /sys/module/fuse/parameters/
+#                   enable_uring for the run and puts it back at the end;
+#                   not in the default list)
+#   miscfs-nocache  miscfs with the kernel's caches as they were before
+#                   they were kept coherent: entry_timeout=1,
+#                   attr_timeout=1, negative_timeout=1, nokeep_cache (not
+#                   in the default list)
 #   fuse2fs         fuse2fs IMG MNT (e2fsprogs' FUSE driver, no options:
 #                   root needs none); image made by mkfs.ext4
 #   ext4            kernel ext4 on a loop device, -o data=ordered
@@ -114,6 +122,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 	: "${DBENCH_TIME:=5}" "${FIO_TIME:=3}" "${ROUNDS:=1}"
 fi
 ALL_FS="miscfs miscfs-journal fuse2fs ext4 ext4-journal passthrough"
+EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache"
 BASE_WL="seqwrite seqread randread randwrite smallfiles tar finddu rm meta dbench lookup rss"
 SCALE_WL="create10k create100k create1m seq256m seq1g seq4g onedir10k onedir100k onedir1m"
 FS=${FS:-$ALL_FS}
@@ -196,9 +205,9 @@ for w in $WORKLOADS; do
 	esac
 done
 for f in $FS; do
-	case " $ALL_FS miscfs-base miscfs-nbd " in
+	case " $ALL_FS $EXTRA_FS " in
 	*" $f "*) ;;
-	*) die "unknown filesystem $f (known: $ALL_FS miscfs-base miscfs-nbd)" ;;
+	*) die "unknown filesystem $f (known: $ALL_FS $EXTRA_FS)" ;;
 	esac
 done
 
@@ -285,8 +294,18 @@ cleanup() {
 	done
 	rm -rf "$state"
 	[ -n "$peer_cg" ] && rmdir "$peer_cg" 2>/dev/null
+	[ -n "$uring_was" ] && echo "$uring_was" >"$uring_param"
 	exit "$rc"
 }
+# miscfs-uring needs the kernel's FUSE over io_uring switched on.
+uring_param=/sys/module/fuse/parameters/enable_uring
+uring_was=
+case " $FS " in
+*" miscfs-uring "*)
+	[ -w "$uring_param" ] || die "miscfs-uring: no writable $uring_param (Linux 6.14 or later)"
+	uring_was=$(cat "$uring_param")
+	echo Y >"$uring_param" ;;
+esac
 exec 3>&2
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -315,7 +334,7 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal | miscfs-base | miscfs-nbd)
+	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache)
 		# shellcheck disable=SC2086
 		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" ${MKFS_OPTS:-} "$img" "$size" ;;
 	*)
@@ -403,6 +422,10 @@ fs_mount() {
 		"$(build_of "$fs")/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
 	miscfs-nbd) "$build/daemon/miscfs" "$(nbd_uri)" "$mnt" -o "cache_size=$CACHE" ;;
 	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,data=journal" ;;
+	miscfs-uring) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,io_uring" ;;
+	miscfs-nocache)
+		"$build/daemon/miscfs" "$img" "$mnt" -o \
+			"cache_size=$CACHE,entry_timeout=1,attr_timeout=1,negative_timeout=1,nokeep_cache" ;;
 	fuse2fs) as_peer fuse2fs "$img" "$mnt" ;;
 	ext4) mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$mnt" ;;
 	ext4-journal) mount -t ext4 -o data=journal "$(loop_of "$fs")" "$mnt" ;;
@@ -892,7 +915,8 @@ def ratio(a, b, wl):
 
 pairs = [(a, b) for a, b in [("miscfs", "fuse2fs"), ("miscfs", "ext4"),
          ("miscfs", "passthrough"), ("miscfs-journal", "miscfs"),
-         ("miscfs", "miscfs-base"), ("miscfs-nbd", "miscfs")]
+         ("miscfs", "miscfs-base"), ("miscfs-nbd", "miscfs"),
+         ("miscfs-uring", "miscfs"), ("miscfs", "miscfs-nocache")]
          if a in fs_list and b in fs_list and a not in skipped and b not in skipped]
 head = ["workload", "unit"] + fs_list + ["%s/%s" % p for p in pairs]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

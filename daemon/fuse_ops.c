@@ -820,7 +820,7 @@ static void account(int op, uint64_t t0)
 static size_t format_requests(void *arg, char *buf, size_t size)
 {
 	size_t len = 0;
-	uint64_t handovers;
+	uint64_t handovers, ring, dev;
 	uint32_t threads;
 	int k;
 
@@ -835,9 +835,11 @@ static size_t format_requests(void *arg, char *buf, size_t size)
 			len += (size_t)k;
 	}
 	mfs_fuse_loop_stats(&handovers, &threads);
+	mfs_fuse_uring_stats(&ring, &dev);
 	k = snprintf(buf ? buf + UT_MIN(len, size) : NULL, len < size ? size - len : 0,
-		     "fuse_loop_handovers: %" PRIu64 "\nfuse_loop_threads: %" PRIu32 "\n",
-		     handovers, threads);
+		     "fuse_loop_handovers: %" PRIu64 "\nfuse_loop_threads: %" PRIu32 "\n"
+		     "fuse_uring_requests: %" PRIu64 "\nfuse_dev_requests: %" PRIu64 "\n",
+		     handovers, threads, ring, dev);
 	if (k > 0)
 		len += (size_t)k;
 	return len;

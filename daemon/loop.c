@@ -106,6 +106,7 @@ static void hand_over(struct ut_blocker *hook)
 	if (!t->reader)
 		return;
 	t->reader = false;
+	mfs_fuse_uring_handover();
 	atomic_fetch_add(&handovers, 1);
 	pthread_mutex_lock(&l->lock);
 	l->reading = false;

@@ -52,7 +52,7 @@ static int usage(void)
 		"         relatime strictatime noatime atime nodiratime diratime\n"
 		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n"
 		"         writelog=FILE entry_timeout=S attr_timeout=S negative_timeout=S\n"
-		"         keep_cache nokeep_cache\n");
+		"         keep_cache nokeep_cache io_uring noio_uring\n");
 	return 2;
 }
 
@@ -162,6 +162,8 @@ static int opt_flag(struct args *a, const char *opt)
 		a->mo.force = true;
 	else if (!strcmp(opt, "keep_cache") || !strcmp(opt, "nokeep_cache"))
 		a->kc.keep_cache = opt[0] == 'k';
+	else if (!strcmp(opt, "io_uring") || !strcmp(opt, "noio_uring"))
+		mfs_fuse_uring_want(opt[0] == 'i');
 	else if (!strcmp(opt, "relatime"))
 		a->mo.atime = MFS_ATIME_RELATIME, a->atime_given = true;
 	else if (!strcmp(opt, "strictatime"))
@@ -465,6 +467,7 @@ static int run(struct args *a, int status_fd)
 		se = session_new(a, fs);
 	if (se && fuse_set_signal_handlers(se) == 0) {
 		if (fuse_session_mount(se, a->mountpoint) == 0) {
+			mfs_fuse_uring_attach(se);
 			report(status_fd, 0);
 			status_fd = -1;
 			err = mfs_fuse_loop(se);
@@ -479,6 +482,7 @@ static int run(struct args *a, int status_fd)
 	}
 	if (se)
 		fuse_session_destroy(se);
+	mfs_fuse_uring_detach();
 	if (bd && a->writelog && bdev_wrap_log_error(bd)) {
 		mlog_err("writelog=%s: the log is incomplete", a->writelog);
 		err = -1;
