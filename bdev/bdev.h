@@ -133,6 +133,8 @@ struct bdev {
 	bool fenced;              /* bdev_fence(); __atomic builtins */
 	int fd;                   /* the open image, -1 for the memory device;
 	                             the page cache mmaps reserved regions of it */
+	int read_fd;              /* what reads use: fd, or a buffered descriptor
+	                             of the image (host_reads) */
 	uint64_t flush_end;       /* flushes cover [0, flush_end); 0: all */
 	char *path;               /* NULL for the memory device */
 	struct bdev_stats stats;  /* updated with __atomic builtins; read them
@@ -145,6 +147,11 @@ struct bdev_open_opts {
 	bool read_only;
 	bool no_uring;            /* force the pread backend */
 	bool no_direct;           /* never use O_DIRECT */
+	/* Reads go through the host's page cache (a second, buffered
+	 * descriptor) while writes stay direct: what was read stays in memory
+	 * the host can reclaim.  A direct write drops the host's copy of what
+	 * it overwrites, and the caller never reads a block while writing it. */
+	bool host_reads;
 };
 
 /*

@@ -128,7 +128,16 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 	if (fd < 0)
 		return fd;
 	bd->fd = fd;
+	bd->read_fd = fd;
 	bd->direct = !why;
+	if (bd->direct && opts->host_reads) {
+		bd->read_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (bd->read_fd < 0) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+	}
 	err = device_size(fd, bd->block_size, &bd->size);
 	if (!err && !(bd->path = strdup(path)))
 		err = -ENOMEM;
@@ -137,8 +146,9 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 		return err;
 	}
 	if (bd->direct)
-		mlog_info("%s: O_DIRECT at %u-byte blocks, %u-byte buffer alignment",
-			  path, bd->block_size, bd->dma_align);
+		mlog_info("%s: O_DIRECT at %u-byte blocks, %u-byte buffer alignment%s",
+			  path, bd->block_size, bd->dma_align,
+			  bd->read_fd != fd ? "; reads through the host's cache" : "");
 	else
 		mlog_info("%s: buffered I/O: %s", path, why);
 	return 0;
@@ -146,9 +156,12 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 
 void bdev_file_close(struct bdev *bd)
 {
+	if (bd->read_fd >= 0 && bd->read_fd != bd->fd)
+		close(bd->read_fd);
 	if (bd->fd >= 0)
 		close(bd->fd);
 	free(bd->path);
 	bd->fd = -1;
+	bd->read_fd = -1;
 	bd->path = NULL;
 }

@@ -33,6 +33,7 @@ struct args {
 	bool remount;                /* change the flags of the kernel mount */
 	bool atime_given;
 	bool allow_other;            /* other users may use the mount */
+	bool host_reads;             /* reads through the host's page cache */
 	char *writelog;              /* record writes and flushes here */
 	unsigned long mnt_set, mnt_clear;   /* MS_* the options name */
 	struct mfs_mount_opts mo;
@@ -52,7 +53,7 @@ static int usage(void)
 		"         relatime strictatime noatime atime nodiratime diratime\n"
 		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n"
 		"         writelog=FILE entry_timeout=S attr_timeout=S negative_timeout=S\n"
-		"         keep_cache nokeep_cache io_uring noio_uring\n");
+		"         keep_cache nokeep_cache io_uring noio_uring host_cache nohost_cache\n");
 	return 2;
 }
 
@@ -162,6 +163,8 @@ static int opt_flag(struct args *a, const char *opt)
 		a->mo.force = true;
 	else if (!strcmp(opt, "keep_cache") || !strcmp(opt, "nokeep_cache"))
 		a->kc.keep_cache = opt[0] == 'k';
+	else if (!strcmp(opt, "host_cache") || !strcmp(opt, "nohost_cache"))
+		a->host_reads = opt[0] == 'h';
 	else if (!strcmp(opt, "io_uring") || !strcmp(opt, "noio_uring"))
 		mfs_fuse_uring_want(opt[0] == 'i');
 	else if (!strcmp(opt, "relatime"))
@@ -376,7 +379,8 @@ static int stack_writelog(const struct args *a, struct bdev **bd)
  * superblock through a first open with 1 KiB blocks. */
 static int open_image(const struct args *a, struct bdev **out)
 {
-	struct bdev_open_opts o = { .block_size = 1024, .read_only = a->mo.read_only };
+	struct bdev_open_opts o = { .block_size = 1024, .read_only = a->mo.read_only,
+				    .host_reads = a->host_reads };
 	struct mfs_super sb;
 	uint32_t copy;
 	bool torn;

@@ -436,15 +436,21 @@ static ssize_t fur_read(int fd, void *buf, size_t len, void *userdata)
 		return read_dev(fd, buf, len);
 	for (;;) {
 		struct __kernel_timespec ts = { 0, WAIT_MS * 1000000LL };
-		struct io_uring_cqe *cqe;
+		struct io_uring_cqe *cqe = NULL;
 		ssize_t n;
 		int err;
 
 		take_commits();
+		/* A wait that submitted something and then timed out returns
+		 * the count it submitted, with no completion. */
 		err = io_uring_submit_and_wait_timeout(&u.ring, &cqe, 1, &ts, NULL);
 		pthread_testcancel();
-		if (err == -ETIME || err == -EINTR)
+		if (err == -ETIME || err == -EINTR || (err >= 0 && !cqe))
 			continue;
+		if (err == -EAGAIN || err == -EBUSY) {
+			usleep(1000);    /* the kernel short of room: reap, retry */
+			continue;
+		}
 		if (err < 0) {
 			errno = -err;
 			return -1;

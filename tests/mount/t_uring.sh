@@ -42,6 +42,12 @@ for w in 1 2 3 4; do
 done
 ring=$(stat_of fuse_uring_requests)
 [ "$ring" -gt 2000 ] || fail "only $ring requests came over the ring"
+# An idle mount: the reader's waits end by their timeout, some with a
+# commit submitted and no completion.
+sleep 2.5
+stat "$mnt/big" >/dev/null || fail "stat after 2.5 s idle"
+sleep 2.5
+cmp "$T_DIR/big" "$mnt/big" || fail "the file reads back wrong after 5 s idle"
 kill -TERM "$daemon"
 for _ in $(seq 200); do
 	daemon_gone && break
