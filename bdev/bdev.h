@@ -135,6 +135,7 @@ struct bdev {
 	                             the page cache mmaps reserved regions of it */
 	int read_fd;              /* what reads use: fd, or a buffered descriptor
 	                             of the image (host_reads) */
+	bool host_reads;          /* read_fd is that buffered descriptor */
 	uint64_t flush_end;       /* flushes cover [0, flush_end); 0: all */
 	char *path;               /* NULL for the memory device */
 	struct bdev_stats stats;  /* updated with __atomic builtins; read them

@@ -137,6 +137,7 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 			close(fd);
 			return err;
 		}
+		bd->host_reads = true;
 	}
 	err = device_size(fd, bd->block_size, &bd->size);
 	if (!err && !(bd->path = strdup(path)))

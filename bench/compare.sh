@@ -33,6 +33,8 @@
 #                   they were kept coherent: entry_timeout=1,
 #                   attr_timeout=1, negative_timeout=1, nokeep_cache (not
 #                   in the default list)
+#   miscfs-host     miscfs with -o host_cache: the image read through the
+#                   host's page cache (not in the default list)
 #   fuse2fs         fuse2fs IMG MNT (e2fsprogs' FUSE driver, no options:
 #                   root needs none); image made by mkfs.ext4
 #   ext4            kernel ext4 on a loop device, -o data=ordered
@@ -87,9 +89,10 @@
 #
 # Environment: FS, WORKLOADS, ROUNDS (5), WORK (/var/tmp/miscfs-bench),
 # OUT ($WORK/results), SIZE (image size, 2G), CACHE (miscfs cache_size,
-# 256M), SEQ (1G), NFILES (20000), NLOOKUP (100000), NMETA (10000),
-# DBENCH_TIME (30), FIO_TIME (15), SCALE (0), TIMEOUT (1800 s for one
-# command of a workload), BUILD (build), BASE_BUILD (for miscfs-base),
+# 256M; "default": none given, the daemon's own), SEQ (1G), NFILES
+# (20000), NLOOKUP (100000), NMETA (10000), DBENCH_TIME (30), FIO_TIME
+# (15), SCALE (0), TIMEOUT (1800 s for one command of a workload), BUILD
+# (build), BASE_BUILD (for miscfs-base),
 # MKFS_OPTS (more options for mkfs.miscfs, say "-O ^dir_index").
 # REMAKE=1 runs nothing but makes table.md and ratios.svg again from
 # $OUT/raw.tsv (after merging the lines of several runs into it, say).  QUICK=1 makes every default
@@ -122,7 +125,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 	: "${DBENCH_TIME:=5}" "${FIO_TIME:=3}" "${ROUNDS:=1}"
 fi
 ALL_FS="miscfs miscfs-journal fuse2fs ext4 ext4-journal passthrough"
-EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache"
+EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache miscfs-host"
 BASE_WL="seqwrite seqread randread randwrite smallfiles tar finddu rm meta dbench lookup rss"
 SCALE_WL="create10k create100k create1m seq256m seq1g seq4g onedir10k onedir100k onedir1m"
 FS=${FS:-$ALL_FS}
@@ -334,7 +337,7 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache)
+	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache | miscfs-host)
 		# shellcheck disable=SC2086
 		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" ${MKFS_OPTS:-} "$img" "$size" ;;
 	*)
@@ -412,6 +415,11 @@ as_peer() {
 	fi
 }
 
+# miscfs's cache option: CACHE=default leaves the daemon its own default.
+cache_opt() {
+	if [ "$CACHE" = default ]; then echo defaults; else echo "cache_size=$CACHE"; fi
+}
+
 fs_mount() {
 	local fs=$1 mnt img lower
 	mnt=$(mnt_of "$fs")
@@ -419,13 +427,14 @@ fs_mount() {
 	mkdir -p "$mnt"
 	case $fs in
 	miscfs | miscfs-base)
-		"$(build_of "$fs")/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE" ;;
-	miscfs-nbd) "$build/daemon/miscfs" "$(nbd_uri)" "$mnt" -o "cache_size=$CACHE" ;;
-	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,data=journal" ;;
-	miscfs-uring) "$build/daemon/miscfs" "$img" "$mnt" -o "cache_size=$CACHE,io_uring" ;;
+		"$(build_of "$fs")/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt)" ;;
+	miscfs-nbd) "$build/daemon/miscfs" "$(nbd_uri)" "$mnt" -o "$(cache_opt)" ;;
+	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),data=journal" ;;
+	miscfs-uring) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),io_uring" ;;
+	miscfs-host) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),host_cache" ;;
 	miscfs-nocache)
 		"$build/daemon/miscfs" "$img" "$mnt" -o \
-			"cache_size=$CACHE,entry_timeout=1,attr_timeout=1,negative_timeout=1,nokeep_cache" ;;
+			"$(cache_opt),entry_timeout=1,attr_timeout=1,negative_timeout=1,nokeep_cache" ;;
 	fuse2fs) as_peer fuse2fs "$img" "$mnt" ;;
 	ext4) mount -t ext4 -o data=ordered "$(loop_of "$fs")" "$mnt" ;;
 	ext4-journal) mount -t ext4 -o data=journal "$(loop_of "$fs")" "$mnt" ;;
@@ -916,7 +925,8 @@ def ratio(a, b, wl):
 pairs = [(a, b) for a, b in [("miscfs", "fuse2fs"), ("miscfs", "ext4"),
          ("miscfs", "passthrough"), ("miscfs-journal", "miscfs"),
          ("miscfs", "miscfs-base"), ("miscfs-nbd", "miscfs"),
-         ("miscfs-uring", "miscfs"), ("miscfs", "miscfs-nocache")]
+         ("miscfs-uring", "miscfs"), ("miscfs", "miscfs-nocache"),
+         ("miscfs-host", "miscfs"), ("miscfs-host", "fuse2fs")]
          if a in fs_list and b in fs_list and a not in skipped and b not in skipped]
 head = ["workload", "unit"] + fs_list + ["%s/%s" % p for p in pairs]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
