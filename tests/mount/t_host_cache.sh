@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# -o host_cache: the image is read through the host's page cache and
+# written directly.  What one mount read stays in the host's cache after
+# it ends, so each overwrite must drop the host's copy, or the next mount
+# reads the old bytes: file data, a directory rewritten, an inode table.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/mount.sh"
+: "${FSCK:?FSCK must name fsck.miscfs}"
+command -v fincore >/dev/null || skip "no fincore (util-linux)"
+
+# cached: the host's pages of the image.
+cached() { fincore -b -n -o PAGES "$img" | tr -d ' '; }
+
+expect_status 0 "$MKFS" -q -F "$img" 64M
+head -c 2097152 /dev/urandom >"$T_DIR/v1"
+head -c 2097152 /dev/urandom >"$T_DIR/v2"
+
+start -o cache_size=4M,host_cache
+cp "$T_DIR/v1" "$mnt/f" || fail "cp"
+mkdir "$mnt/d" && (cd "$mnt/d" && touch $(seq -f "a%g" 200)) || fail "the directory"
+unmount
+image_free "$img"
+echo 3 >/proc/sys/vm/drop_caches
+
+start -o cache_size=4M,host_cache
+cmp "$T_DIR/v1" "$mnt/f" || fail "the file reads back wrong"
+[ "$(ls "$mnt/d" | wc -l)" = 200 ] || fail "the directory"
+before=$(cached)
+[ "$before" -gt 256 ] || fail "the host holds $before pages of the image after reads"
+dd if="$T_DIR/v2" of="$mnt/f" bs=64k conv=notrunc,fsync status=none || fail "overwrite"
+rm "$mnt"/d/a1?? && touch "$mnt/d/b"{1..50} && chmod 600 "$mnt/f" || fail "the changes"
+unmount
+image_free "$img"
+
+start -o cache_size=4M,host_cache
+cmp "$T_DIR/v2" "$mnt/f" || fail "the host's cache gave the file's old bytes"
+[ "$(ls "$mnt/d" | wc -l)" = 150 ] || fail "the directory lists $(ls "$mnt/d" | wc -l) names, not 150"
+[ "$(stat -c %a "$mnt/f")" = 600 ] || fail "the inode's old mode: $(stat -c %a "$mnt/f")"
+unmount
+image_free "$img"
+expect_status 0 "$FSCK" -fn "$img"
+exit 0
