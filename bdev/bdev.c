@@ -125,13 +125,19 @@ static int check_req(const struct bdev *bd, const struct bdev_req *req)
 	return 0;
 }
 
+int bdev_req_fd(const struct bdev *bd, const struct bdev_req *req)
+{
+	return bd->host_reads && req->op == BDEV_OP_READ &&
+	       bdev_req_len(req) == bd->block_size ? bd->read_fd : bd->fd;
+}
+
 /* host_reads: a read the host's page cache holds whole needs no trip
  * through the device's queue. */
 static bool read_cached(struct bdev *bd, struct bdev_req *req)
 {
 	ssize_t n;
 
-	if (req->op != BDEV_OP_READ)
+	if (bdev_req_fd(bd, req) != bd->read_fd)
 		return false;
 	n = preadv2(bd->read_fd, req->iov, (int)req->iovcnt, (off_t)req->off,
 		    RWF_NOWAIT);

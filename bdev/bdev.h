@@ -98,6 +98,9 @@ void bdev_req_initv(struct bdev_req *req, enum bdev_op op, uint64_t off,
 		    struct iovec *iov, unsigned int iovcnt);
 /* Total length of a request's segments. */
 size_t bdev_req_len(const struct bdev_req *req);
+/* The descriptor @req goes to: read_fd for a read of one block when
+ * host_reads is on, fd otherwise. */
+int bdev_req_fd(const struct bdev *bd, const struct bdev_req *req);
 
 struct bdev_ops {
 	const char *name;
@@ -133,8 +136,8 @@ struct bdev {
 	bool fenced;              /* bdev_fence(); __atomic builtins */
 	int fd;                   /* the open image, -1 for the memory device;
 	                             the page cache mmaps reserved regions of it */
-	int read_fd;              /* what reads use: fd, or a buffered descriptor
-	                             of the image (host_reads) */
+	int read_fd;              /* fd, or a buffered descriptor of the image
+	                             for single-block reads (host_reads) */
 	bool host_reads;          /* read_fd is that buffered descriptor */
 	uint64_t flush_end;       /* flushes cover [0, flush_end); 0: all */
 	char *path;               /* NULL for the memory device */

@@ -149,7 +149,7 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 	if (bd->direct)
 		mlog_info("%s: O_DIRECT at %u-byte blocks, %u-byte buffer alignment%s",
 			  path, bd->block_size, bd->dma_align,
-			  bd->read_fd != fd ? "; reads through the host's cache" : "");
+			  bd->read_fd != fd ? "; reads of one block through the host's cache" : "");
 	else
 		mlog_info("%s: buffered I/O: %s", path, why);
 	return 0;

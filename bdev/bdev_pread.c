@@ -29,8 +29,7 @@ static int pread_one(struct bdev *bd, struct bdev_req *req)
 
 	while (req->done < len) {
 		bdev_req_rest(req, &rest);
-		n = pread_xfer(req->op == BDEV_OP_READ ? bd->read_fd : bd->fd,
-			       req->op, &rest);
+		n = pread_xfer(bdev_req_fd(bd, req), req->op, &rest);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
 			bdev_stat_add(bd, retries, 1);
 			continue;

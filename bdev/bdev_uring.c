@@ -141,7 +141,7 @@ static void uring_prep(struct uring_bdev *u, struct bdev_req *req)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	bool rd = req->op == BDEV_OP_READ;
-	int fd = rd ? u->bd.read_fd : u->bd.fd;
+	int fd = bdev_req_fd(&u->bd, req);
 	struct bdev_rest r;
 	unsigned int len;
 

@@ -37,19 +37,18 @@ int mfs_fuse_loop(struct fuse_session *se);
 void mfs_fuse_loop_stats(uint64_t *handovers, uint32_t *threads);
 
 /*
- * FUSE over io_uring (uring.c): asked for before the session starts
- * (-o io_uring), set up on the mounted session's /dev/fuse, taken if the
- * kernel offers it at INIT (else a log line, and /dev/fuse as before),
- * and torn down after the session is gone.
+ * The transport (transport.c): set up on the mounted session's /dev/fuse
+ * and torn down after the session is gone.  FUSE over io_uring is asked
+ * for before (-o io_uring), and taken if the kernel offers it at INIT
+ * (else a log line, and /dev/fuse as before).
  */
+int mfs_fuse_transport_attach(struct fuse_session *se);
+void mfs_fuse_transport_detach(void);
 void mfs_fuse_uring_want(bool on);
-int mfs_fuse_uring_attach(struct fuse_session *se);
-void mfs_fuse_uring_detach(void);
 /* The calling thread stops reading requests (loop.c hand_over): a reply
  * it sends later is passed to the thread that reads. */
 void mfs_fuse_uring_handover(void);
-/* Requests that came over the ring and through /dev/fuse (with io_uring
- * asked for; 0 otherwise). */
+/* Requests that came over the ring and through /dev/fuse. */
 void mfs_fuse_uring_stats(uint64_t *ring, uint64_t *dev);
 
 #endif /* MISCFS_FUSE_OPS_H */

@@ -471,7 +471,7 @@ static int run(struct args *a, int status_fd)
 		se = session_new(a, fs);
 	if (se && fuse_set_signal_handlers(se) == 0) {
 		if (fuse_session_mount(se, a->mountpoint) == 0) {
-			mfs_fuse_uring_attach(se);
+			mfs_fuse_transport_attach(se);
 			report(status_fd, 0);
 			status_fd = -1;
 			err = mfs_fuse_loop(se);
@@ -486,7 +486,7 @@ static int run(struct args *a, int status_fd)
 	}
 	if (se)
 		fuse_session_destroy(se);
-	mfs_fuse_uring_detach();
+	mfs_fuse_transport_detach();
 	if (bd && a->writelog && bdev_wrap_log_error(bd)) {
 		mlog_err("writelog=%s: the log is incomplete", a->writelog);
 		err = -1;

@@ -10,6 +10,9 @@
 #   copy_file_range, a shared mapping) shows at the next open;
 # - what the daemon changes on its own shows at once: the set-id bits a
 #   non-root write drops, the mode an ACL sets, the ctime chattr moves;
+# - the kernel asks for security.capability before the first write of a
+#   file, not before each (FUSE_HANDLE_KILLPRIV_V2), and set-id bits
+#   still go at a write by another user;
 # - bad timeouts are refused.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
@@ -112,6 +115,13 @@ m.close()
 EOF
 printf mappedXY | dd of="$exp" bs=1 seek=100 conv=notrunc status=none
 check "a shared mapping"
+
+# ---- security.capability asked for once, not at every write ---------------
+getx() { sed -n 's/^fuse_getxattr_requests: //p' "$mnt/.miscfs/stats"; }
+g0=$(getx)
+dd if=/dev/zero of="$f" bs=1 count=200 conv=notrunc status=none || fail "200 writes"
+g1=$(getx)
+[ $((g1 - g0)) -le 2 ] || fail "200 writes asked for $((g1 - g0)) xattrs"
 
 # ---- what the daemon changes on its own shows at once ---------------------
 stat -c %a "$f" >/dev/null

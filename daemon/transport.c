@@ -1,9 +1,18 @@
 /*
- * uring.c - FUSE requests over io_uring (-o io_uring), behind libfuse's
- * custom I/O hook, so that libfuse still decodes every request and builds
- * every reply.
+ * transport.c - how requests reach the daemon and replies leave it,
+ * behind libfuse's custom I/O hook, so that libfuse still decodes every
+ * request and builds every reply: /dev/fuse, or FUSE over io_uring.
  *
- * The kernel (6.14 on, with /sys/module/fuse/parameters/enable_uring set)
+ * Either way the INIT reply is looked at on its way out.  libfuse 3.14
+ * does not know FUSE_HANDLE_KILLPRIV_V2, which the daemon can take: the
+ * core drops set-id bits itself on every write, truncate and chown by a
+ * caller other than root (mfs_kill_suid), as the flag asks, and with it
+ * the kernel marks an inode it has found without set-id bits or
+ * security.capability (S_NOSEC) and stops asking for that xattr before
+ * each of its writes: one request a write fewer, from the second write of
+ * an inode on.
+ *
+ * FUSE over io_uring (-o io_uring): the kernel (6.14 on, with /sys/module/fuse/parameters/enable_uring set)
  * offers the transport in its INIT request; the daemon takes it by setting
  * FUSE_OVER_IO_URING in its INIT reply, which libfuse 3.14 does not know,
  * so the reply is patched on its way out.  Then each CPU's queue gets
@@ -112,6 +121,7 @@ static struct {
 	int efd;                    /* wakes the reader for u.commits */
 	uint64_t efd_buf;
 	uint64_t init_unique;
+	uint32_t init_flags;        /* what the kernel's INIT offered */
 	struct io_uring ring;
 	bool fd_ready;              /* the poll saw /dev/fuse readable */
 	struct fur_ent *ents;
@@ -387,9 +397,10 @@ static ssize_t read_dev(int fd, void *buf, size_t len)
 		const struct fuse_init_in *arg = (const void *)(in + 1);
 
 		u.init_unique = in->unique;
-		u.offered = (arg->flags & FUSE_INIT_EXT) &&
+		u.init_flags = arg->flags;
+		u.offered = u.wanted && (arg->flags & FUSE_INIT_EXT) &&
 			    (arg->flags2 & FUR_OVER_IO_URING_FLAGS2);
-		if (!u.offered)
+		if (u.wanted && !u.offered)
 			mlog_warn("io_uring: the kernel does not offer FUSE over "
 				  "io_uring (it needs Linux 6.14 or later and "
 				  "/sys/module/fuse/parameters/enable_uring set to Y); "
@@ -474,7 +485,7 @@ static struct fur_ent *find_ent(uint64_t unique)
 	return e;
 }
 
-/* The INIT reply takes the transport the kernel offered. */
+/* The INIT reply takes what the kernel offered and libfuse does not know. */
 static void patch_init(struct iovec *iov, int count)
 {
 	struct fuse_init_out *out;
@@ -482,7 +493,9 @@ static void patch_init(struct iovec *iov, int count)
 	if (count < 2 || iov[1].iov_len < sizeof(*out))
 		return;
 	out = iov[1].iov_base;
-	if (out->flags & FUSE_INIT_EXT)
+	if (u.init_flags & FUSE_HANDLE_KILLPRIV_V2)
+		out->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	if (u.offered && (out->flags & FUSE_INIT_EXT))
 		out->flags2 |= FUR_OVER_IO_URING_FLAGS2;
 }
 
@@ -516,45 +529,55 @@ static ssize_t fur_writev(int fd, struct iovec *iov, int count, void *userdata)
 		commit(e, oh->unique, oh->error, iov + 1, count - 1);
 		return (ssize_t)oh->len;
 	}
-	if (init && u.offered && !oh->error)
+	if (init && !oh->error)
 		patch_init(iov, count);
 	n = writev(fd, iov, count);
 	if (init && u.offered && n > 0 && count >= 2)
 		activate(iov[1].iov_base);
+	if (init)
+		u.init_unique = 0;
 	return n;
 }
 
-int mfs_fuse_uring_attach(struct fuse_session *se)
+/* The ring, if -o io_uring asked for one; without it, /dev/fuse. */
+static void make_ring(void)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 };
+	int err;
+
+	u.efd = eventfd(0, EFD_CLOEXEC);
+	err = u.efd < 0 ? -errno : io_uring_queue_init_params(RING_DEPTH, &u.ring, &p);
+	if (!err)
+		return;
+	mlog_warn("io_uring: no ring (%s); requests go through /dev/fuse",
+		  strerror(-err));
+	if (u.efd >= 0)
+		close(u.efd);
+	u.efd = -1;
+	u.wanted = false;
+}
+
+int mfs_fuse_transport_attach(struct fuse_session *se)
 {
 	static const struct fuse_custom_io io = {
 		.read = fur_read,
 		.writev = fur_writev,
 	};
-	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 };
 	int err;
 
-	if (!u.wanted)
-		return 0;
 	u.fd = fuse_session_fd(se);
-	u.efd = eventfd(0, EFD_CLOEXEC);
-	err = u.efd < 0 ? -errno : io_uring_queue_init_params(RING_DEPTH, &u.ring, &p);
-	if (!err) {
-		err = fuse_session_custom_io(se, &io, u.fd);
-		if (err)
-			io_uring_queue_exit(&u.ring);
-	}
+	if (u.wanted)
+		make_ring();
+	err = fuse_session_custom_io(se, &io, u.fd);
 	if (err) {
-		mlog_warn("io_uring: not used (%s); requests go through /dev/fuse",
-			  strerror(-err));
-		if (u.efd >= 0)
-			close(u.efd);
-		u.efd = -1;
-		u.wanted = false;
+		mlog_warn("the FUSE session refused its transport (%s); requests go "
+			  "through libfuse's own", strerror(-err));
+		mfs_fuse_transport_detach();
 	}
-	return 0;
+	return err;
 }
 
-void mfs_fuse_uring_detach(void)
+void mfs_fuse_transport_detach(void)
 {
 	if (!u.wanted)
 		return;
