@@ -396,13 +396,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
-/* The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself. */
+/*
+ * The kernel answers SEEK_SET, SEEK_CUR and SEEK_END itself.  With its
+ * writeback cache it also holds written pages the core has not seen, and
+ * asks for SEEK_DATA and SEEK_HOLE without sending them first: ENOSYS
+ * makes it answer those itself for good, the whole file being data, as
+ * POSIX allows.
+ */
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	uint64_t pos = 0;
-	int err = off < 0 ? -ENXIO : mfs_lseek(fs_of(req), file_of(fi), (uint64_t)off,
-					       whence, &pos);
+	int err = cache.writeback ? -ENOSYS : off < 0 ? -ENXIO :
+		  mfs_lseek(fs_of(req), file_of(fi), (uint64_t)off, whence, &pos);
 
 	(void)ino;
 	if (err)
@@ -978,9 +984,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * writer who does not own the file may not do. */
 	if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
-	/* The daemon caches pages itself; the kernel's writeback cache would
-	 * hold a second copy and reorder writes behind the journal's back. */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* -o writeback_cache: the kernel holds written pages back and sends
+	 * them when it writes back, at fsync and at close; the journal's
+	 * order starts when they arrive (docs/DESIGN.md). */
+	if (cache.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* name_to_handle_at and open_by_handle_at (and NFS export): the
 	 * kernel looks up "." of an inode number it no longer holds. */
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)

@@ -17,12 +17,15 @@ extern const struct fuse_lowlevel_ops mfs_fuse_ops;
 void mfs_fuse_kernel_checks(bool on);
 
 /* How long the kernel may trust the names, attributes and missing names
- * it caches (seconds), and whether a file's pages may stay cached from one
- * open to the next when the core allows it.  Before the session starts. */
+ * it caches (seconds), whether a file's pages may stay cached from one
+ * open to the next when the core allows it, and whether the kernel may
+ * hold written pages back (FUSE_CAP_WRITEBACK_CACHE).  Before the session
+ * starts. */
 #define MFS_FUSE_CACHE_TIMEOUT 86400.0
 struct mfs_fuse_cache {
 	double entry_s, attr_s, negative_s;
 	bool keep_cache;
+	bool writeback;              /* the kernel's writeback cache */
 };
 void mfs_fuse_set_cache(const struct mfs_fuse_cache *c);
 

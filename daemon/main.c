@@ -53,7 +53,8 @@ static int usage(void)
 		"         relatime strictatime noatime atime nodiratime diratime\n"
 		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n"
 		"         writelog=FILE entry_timeout=S attr_timeout=S negative_timeout=S\n"
-		"         keep_cache nokeep_cache io_uring noio_uring host_cache nohost_cache\n");
+		"         keep_cache nokeep_cache writeback_cache nowriteback_cache\n"
+		"         io_uring noio_uring host_cache nohost_cache\n");
 	return 2;
 }
 
@@ -163,6 +164,8 @@ static int opt_flag(struct args *a, const char *opt)
 		a->mo.force = true;
 	else if (!strcmp(opt, "keep_cache") || !strcmp(opt, "nokeep_cache"))
 		a->kc.keep_cache = opt[0] == 'k';
+	else if (!strcmp(opt, "writeback_cache") || !strcmp(opt, "nowriteback_cache"))
+		a->kc.writeback = opt[0] == 'w';
 	else if (!strcmp(opt, "host_cache") || !strcmp(opt, "nohost_cache"))
 		a->host_reads = opt[0] == 'h';
 	else if (!strcmp(opt, "io_uring") || !strcmp(opt, "noio_uring"))
@@ -585,7 +588,7 @@ static void few_arenas(void)
 int main(int argc, char **argv)
 {
 	struct args a = { .kc = { MFS_FUSE_CACHE_TIMEOUT, MFS_FUSE_CACHE_TIMEOUT,
-				  MFS_FUSE_CACHE_TIMEOUT, true } };
+				  MFS_FUSE_CACHE_TIMEOUT, true, false } };
 	int status_fd = -1, rc;
 
 	few_arenas();

@@ -21,6 +21,7 @@
 # the I/O path crash_check leaves out: miscfs-replay, the daemon and a
 # FUSE mount, sha1sum, fusermount3 -u, fsck.miscfs -fn.
 #
+# MISCFS_CRASH_OPTS adds mount options (writeback_cache, io_uring).
 # MISCFS_CRASH_STATES sets the number of states (default 1000),
 # MISCFS_CRASH_MOUNTED how many of them are mounted for real as well
 # (default 30; 0: none), MISCFS_SEED the workload's seed.  A seed gives the
@@ -107,7 +108,7 @@ workload() {
 
 expect_status 0 "$MKFS" -q -F "$img" 8M
 cp "$img" "$base"
-start -o "writelog=$log"
+start -o "writelog=$log${MISCFS_CRASH_OPTS:+,$MISCFS_CRASH_OPTS}"
 workload
 unmount
 # The big directory's index split its root: the states hold index blocks
