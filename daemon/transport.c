@@ -123,7 +123,6 @@ static struct {
 	uint64_t init_unique;
 	uint32_t init_flags;        /* what the kernel's INIT offered */
 	struct io_uring ring;
-	bool fd_ready;              /* the poll saw /dev/fuse readable */
 	struct fur_ent *ents;
 	unsigned int nents;
 	bool refused_logged;
