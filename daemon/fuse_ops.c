@@ -178,6 +178,28 @@ static unsigned setattr_valid(int to_set, struct fuse_file_info *fi)
 	return valid;
 }
 
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/*
+ * With its writeback cache the kernel keeps a regular file's times itself:
+ * it sends the ctime of every change, and its clock where the caller
+ * asked for "now" (touch, truncate), which then equals that ctime.  A
+ * time equal to the ctime is the kernel's now, checked as now is (a
+ * writer may set it); the ctime itself the core stamps on every change.
+ */
+static void kernel_times(struct mfs_setattr *sa)
+{
+	if (!cache.writeback || !(sa->valid & MFS_SET_CTIME))
+		return;
+	if ((!(sa->valid & MFS_SET_ATIME) || same_time(&sa->atime, &sa->ctime)) &&
+	    (!(sa->valid & MFS_SET_MTIME) || same_time(&sa->mtime, &sa->ctime)))
+		sa->valid |= MFS_SET_TIMES_NOW_GIVEN;
+	sa->valid &= ~MFS_SET_CTIME;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
@@ -189,8 +211,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		.atime = attr->st_atim, .mtime = attr->st_mtim, .ctime = attr->st_ctim,
 	};
 	struct stat st;
-	int err = mfs_setattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), &sa, &st);
+	int err;
 
+	kernel_times(&sa);
+	err = mfs_setattr(fs_of(req), cred_of(req, &cb), to_mfs(ino), &sa, &st);
 	reply_attr(req, err, &st);
 }
 

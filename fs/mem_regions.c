@@ -203,8 +203,13 @@ static int check_setattr(struct mfs_node *n, const struct mfs_cred *cr,
 			 const struct mfs_setattr *sa)
 {
 	bool root = !cr || cr->uid == 0;
+	unsigned int times = MFS_SET_ATIME | MFS_SET_MTIME | MFS_SET_CTIME;
 
-	if (sa->valid & (MFS_SET_SIZE | MFS_SET_ATIME | MFS_SET_MTIME | MFS_SET_CTIME))
+	/* Times a cache in front keeps for a write are not chosen: the
+	 * file's times stay the mount's, and the write goes on. */
+	if (sa->valid & MFS_SET_TIMES_NOW_GIVEN)
+		times = 0;
+	if (sa->valid & (MFS_SET_SIZE | times))
 		return -EPERM;
 	if ((sa->valid & (MFS_SET_UID | MFS_SET_GID)) && !root)
 		return -EPERM;

@@ -116,6 +116,10 @@ int mfs_access(struct mfs_fs *fs, const struct mfs_cred *cr, uint64_t ino,
 #define MFS_SET_MTIME_NOW   0x080u
 #define MFS_SET_CTIME       0x100u
 #define MFS_SET_BY_FILE     0x200u   /* through an open file (ftruncate...) */
+/* The atime and mtime given are the caller's clock at the change, not
+ * times it chose (a cache in front that keeps times itself): checked as
+ * the _NOW forms are, set as given. */
+#define MFS_SET_TIMES_NOW_GIVEN 0x400u
 
 struct mfs_setattr {
 	unsigned int valid;          /* MFS_SET_* */
