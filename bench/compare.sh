@@ -33,6 +33,8 @@
 #                   they were kept coherent: entry_timeout=1,
 #                   attr_timeout=1, negative_timeout=1, nokeep_cache (not
 #                   in the default list)
+#   miscfs-wb       miscfs with -o writeback_cache: the kernel's writeback
+#                   cache (not in the default list)
 #   miscfs-nohost   miscfs with -o nohost_cache: every read of the image
 #                   direct, none through the host's page cache (not in
 #                   the default list)
@@ -126,7 +128,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 	: "${DBENCH_TIME:=5}" "${FIO_TIME:=3}" "${ROUNDS:=1}"
 fi
 ALL_FS="miscfs miscfs-journal fuse2fs ext4 ext4-journal passthrough"
-EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache miscfs-nohost"
+EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache miscfs-nohost miscfs-wb"
 BASE_WL="seqwrite seqread randread randwrite smallfiles tar finddu rm meta dbench lookup rss"
 SCALE_WL="create10k create100k create1m seq256m seq1g seq4g onedir10k onedir100k onedir1m"
 FS=${FS:-$ALL_FS}
@@ -338,7 +340,7 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache | miscfs-nohost)
+	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache | miscfs-nohost | miscfs-wb)
 		# shellcheck disable=SC2086
 		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" ${MKFS_OPTS:-} "$img" "$size" ;;
 	*)
@@ -433,6 +435,7 @@ fs_mount() {
 	miscfs-journal) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),data=journal" ;;
 	miscfs-uring) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),io_uring" ;;
 	miscfs-nohost) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),nohost_cache" ;;
+	miscfs-wb) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),writeback_cache" ;;
 	miscfs-nocache)
 		"$build/daemon/miscfs" "$img" "$mnt" -o \
 			"$(cache_opt),entry_timeout=1,attr_timeout=1,negative_timeout=1,nokeep_cache" ;;
@@ -927,7 +930,7 @@ pairs = [(a, b) for a, b in [("miscfs", "fuse2fs"), ("miscfs", "ext4"),
          ("miscfs", "passthrough"), ("miscfs-journal", "miscfs"),
          ("miscfs", "miscfs-base"), ("miscfs-nbd", "miscfs"),
          ("miscfs-uring", "miscfs"), ("miscfs", "miscfs-nocache"),
-         ("miscfs", "miscfs-nohost")]
+         ("miscfs", "miscfs-nohost"), ("miscfs-wb", "miscfs")]
          if a in fs_list and b in fs_list and a not in skipped and b not in skipped]
 head = ["workload", "unit"] + fs_list + ["%s/%s" % p for p in pairs]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
