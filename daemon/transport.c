@@ -420,9 +420,12 @@ static ssize_t complete(struct io_uring_cqe *cqe, int fd, void *buf, size_t len)
 	io_uring_cqe_seen(&u.ring, cqe);
 	if (tag == POLL_TAG) {
 		ssize_t n = read_dev(fd, buf, len);    /* readable, or gone */
+		int saved = errno;
 
-		if (n > 0 && queue_poll())
+		/* Polled again unless the mount is gone (ENODEV). */
+		if ((n > 0 || saved != ENODEV) && queue_poll())
 			mlog_warn("io_uring: /dev/fuse no longer polled");
+		errno = saved;
 		return n;
 	}
 	if (tag == EVENT_TAG) {

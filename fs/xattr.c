@@ -68,19 +68,21 @@ static void state_free(struct xa_state *st)
 	st->blk = NULL;
 }
 
-static int state_load(struct mfs_node *n, struct xa_state *st)
+/* The inode's xattrs into @st; the block's copy only where there is a
+ * block or @writing may make one (a lookup in a file with no xattr block,
+ * as every create's look for its parent's default ACL, allocates none). */
+static int state_load(struct mfs_node *n, struct xa_state *st, bool writing)
 {
 	char why[128];
 	int err;
 
 	memset(st, 0, sizeof(*st));
-	st->blk = calloc(1, n->fs->bs);
-	if (!st->blk)
-		return -ENOMEM;
 	pthread_mutex_lock(&n->lock);
 	memcpy(st->in, n->raw.i_xattr, sizeof(st->in));
 	st->blkno = le32toh(n->raw.i_xattr_block);
 	pthread_mutex_unlock(&n->lock);
+	if ((st->blkno || writing) && !(st->blk = calloc(1, n->fs->bs)))
+		return -ENOMEM;
 	err = fmt_xattr_area_used(st->in, sizeof(st->in), &st->in_used, why, sizeof(why));
 	if (err)
 		err = mfs_error(n->fs, "inode %" PRIu64 ": in-inode xattrs: %s", n->ino, why);
@@ -152,7 +154,7 @@ ssize_t mfs_xattr_get(struct mfs_node *n, const struct mfs_xname *nm, void *buf,
 	struct xa_state st;
 	int64_t off;
 	ssize_t ret = -ENODATA;
-	int err = state_load(n, &st);
+	int err = state_load(n, &st, false);
 
 	if (err)
 		return err;
@@ -254,7 +256,7 @@ int mfs_xattr_set(struct mfs_node *n, struct mfs_handle *h,
 	struct xa_state st;
 	int64_t in_off, blk_off;
 	bool blk_changed = false;
-	int err = state_load(n, &st);
+	int err = state_load(n, &st, true);
 
 	if (err)
 		return err;
@@ -494,7 +496,7 @@ ssize_t mfs_disk_listxattr(struct mfs_node *n, const struct mfs_cred *cr,
 	int err;
 
 	pthread_rwlock_rdlock(&n->rwsem);
-	err = state_load(n, &st);
+	err = state_load(n, &st, false);
 	pthread_rwlock_unlock(&n->rwsem);
 	if (err)
 		return err;

@@ -23,12 +23,26 @@ exp=$T_DIR/expected
 
 reads() { sed -n 's/^fs_reads: //p' "$mnt/.miscfs/stats"; }
 
+# The reads the kernel sends ahead of a reader may arrive after it is
+# done: wait until the count stays still.
+settled_reads() {
+	local a b
+	a=$(reads)
+	for _ in $(seq 50); do
+		sleep 0.1
+		b=$(reads)
+		[ "$a" = "$b" ] && break
+		a=$b
+	done
+	echo "$a"
+}
+
 # cached WANT: a cat of $f read from the daemon (WANT=no) or not (yes).
 cached() {
 	local r0 r1
-	r0=$(reads)
+	r0=$(settled_reads)
 	cat "$f" >/dev/null || fail "cat $f"
-	r1=$(reads)
+	r1=$(settled_reads)
 	if [ "$1" = yes ]; then
 		[ "$r1" = "$r0" ] || fail "${2:-}: the open read the file again ($r0 -> $r1 reads)"
 	else
