@@ -151,10 +151,12 @@ struct bdev_open_opts {
 	bool read_only;
 	bool no_uring;            /* force the pread backend */
 	bool no_direct;           /* never use O_DIRECT */
-	/* Reads go through the host's page cache (a second, buffered
-	 * descriptor) while writes stay direct: what was read stays in memory
-	 * the host can reclaim.  A direct write drops the host's copy of what
-	 * it overwrites, and the caller never reads a block while writing it. */
+	/* Reads of one block (a random read's miss) go through the host's
+	 * page cache, a second, buffered descriptor, and its read-around;
+	 * longer reads (readahead) and every write stay direct.  A direct
+	 * write drops the host's copy of what it overwrites, and the caller
+	 * never reads a block while writing it.  A read the host holds
+	 * completes at once, on the submitting thread. */
 	bool host_reads;
 };
 

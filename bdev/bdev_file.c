@@ -143,6 +143,8 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 	if (!err && !(bd->path = strdup(path)))
 		err = -ENOMEM;
 	if (err) {
+		if (bd->host_reads)
+			close(bd->read_fd);
 		close(fd);
 		return err;
 	}
