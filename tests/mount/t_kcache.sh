@@ -29,7 +29,7 @@ settled_reads() {
 	local a b
 	a=$(reads)
 	for _ in $(seq 50); do
-		sleep 0.1
+		sleep 0.3
 		b=$(reads)
 		[ "$a" = "$b" ] && break
 		a=$b
@@ -52,7 +52,7 @@ cached() {
 
 # ---- relatime (the default): kept unless an atime is due -----------------
 start -o cache_size=8M
-seq 1 20000 >"$f"
+head -c 16384 /dev/urandom >"$f"     # one readahead window: no read ahead of it
 cached no "the first read after a write"
 cached yes "a read with the atime already newer"
 cached yes "once more"
