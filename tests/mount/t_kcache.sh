@@ -50,10 +50,29 @@ cached() {
 	fi
 }
 
+# Other tests drop the kernel's caches (drop_caches) while this one runs:
+# a mapping of $f keeps its pages in, and an open that must drop them
+# still does (it unmaps them).
+pin() {
+	python3 -c 'import mmap, os, sys, time
+m = mmap.mmap(os.open(sys.argv[1], os.O_RDONLY), 0, prot=mmap.PROT_READ)
+sum(m[i] for i in range(0, len(m), 4096))
+print("mapped", flush=True)
+time.sleep(3600)' "$f" >"$T_DIR/pin.out" &
+	pin_pid=$!
+	for _ in $(seq 200); do
+		[ -s "$T_DIR/pin.out" ] && return 0
+		sleep 0.05
+	done
+	fail "the mapping of $f"
+}
+unpin() { kill "$pin_pid" && wait "$pin_pid" 2>/dev/null; rm -f "$T_DIR/pin.out"; }
+
 # ---- relatime (the default): kept unless an atime is due -----------------
 start -o cache_size=8M
 head -c 16384 /dev/urandom >"$f"     # one readahead window: no read ahead of it
 cached no "the first read after a write"
+pin
 cached yes "a read with the atime already newer"
 cached yes "once more"
 at=$(stat -c %X.%x "$f")
@@ -61,7 +80,10 @@ sleep 0.01
 touch -m "$f"
 cached no "a read after the mtime moved"
 [ "$(stat -c %X.%x "$f")" != "$at" ] || fail "relatime: the atime did not move"
+unpin                                # that open unmapped the pages
+pin
 cached yes "a read after that"
+unpin
 unmount
 
 start -o cache_size=8M,strictatime
@@ -80,7 +102,9 @@ start -o cache_size=8M,noatime,allow_other
 head -c 65536 /dev/urandom >"$exp"
 cp "$exp" "$f"
 cat "$f" >/dev/null
+pin
 cached yes "noatime"
+unpin
 
 # check WHAT: $f and $exp hold the same bytes, read through a new open
 # after the kernel held the old ones.
