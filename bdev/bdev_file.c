@@ -151,7 +151,7 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 	if (bd->direct)
 		mlog_info("%s: O_DIRECT at %u-byte blocks, %u-byte buffer alignment%s",
 			  path, bd->block_size, bd->dma_align,
-			  bd->read_fd != fd ? "; reads of one block through the host's cache" : "");
+			  bd->host_reads ? "; reads of one block through the host's cache" : "");
 	else
 		mlog_info("%s: buffered I/O: %s", path, why);
 	return 0;
@@ -159,12 +159,13 @@ int bdev_file_open(const char *path, const struct bdev_open_opts *opts,
 
 void bdev_file_close(struct bdev *bd)
 {
-	if (bd->read_fd >= 0 && bd->read_fd != bd->fd)
+	if (bd->host_reads)
 		close(bd->read_fd);
 	if (bd->fd >= 0)
 		close(bd->fd);
 	free(bd->path);
 	bd->fd = -1;
 	bd->read_fd = -1;
+	bd->host_reads = false;
 	bd->path = NULL;
 }

@@ -30,10 +30,7 @@
  * names, attributes and missing names stay valid until then, and the
  * timeouts are long: they only bound how long a bug could show.
  */
-static struct mfs_fuse_cache cache = {
-	.entry_s = MFS_FUSE_CACHE_TIMEOUT, .attr_s = MFS_FUSE_CACHE_TIMEOUT,
-	.negative_s = MFS_FUSE_CACHE_TIMEOUT, .keep_cache = true,
-};
+static struct mfs_fuse_cache cache = MFS_FUSE_CACHE_DEFAULTS;
 
 void mfs_fuse_set_cache(const struct mfs_fuse_cache *c)
 {

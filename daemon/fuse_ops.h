@@ -27,6 +27,9 @@ struct mfs_fuse_cache {
 	bool keep_cache;
 	bool writeback;              /* the kernel's writeback cache */
 };
+#define MFS_FUSE_CACHE_DEFAULTS { .entry_s = MFS_FUSE_CACHE_TIMEOUT,        \
+	.attr_s = MFS_FUSE_CACHE_TIMEOUT, .negative_s = MFS_FUSE_CACHE_TIMEOUT, \
+	.keep_cache = true, .writeback = false }
 void mfs_fuse_set_cache(const struct mfs_fuse_cache *c);
 
 /* mfs_attr_changed_fn for a session (@arg): the kernel drops its cached

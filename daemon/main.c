@@ -587,9 +587,7 @@ static void few_arenas(void)
 
 int main(int argc, char **argv)
 {
-	struct args a = { .kc = { MFS_FUSE_CACHE_TIMEOUT, MFS_FUSE_CACHE_TIMEOUT,
-				  MFS_FUSE_CACHE_TIMEOUT, true, false },
-			  .host_reads = true };
+	struct args a = { .kc = MFS_FUSE_CACHE_DEFAULTS, .host_reads = true };
 	int status_fd = -1, rc;
 
 	few_arenas();

@@ -507,7 +507,6 @@ static void activate(const struct fuse_init_out *out)
 {
 	int err = queue_poll();
 
-	u.init_unique = 0;
 	if (!err)
 		err = queue_event_read();
 	if (err) {

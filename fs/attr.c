@@ -248,12 +248,18 @@ static int check_chown(struct mfs_node *n, const struct mfs_cred *cr,
 
 /* Setting times to now needs write permission; setting given times needs
  * ownership (utimensat(2)). */
+/* Times the caller chose, not its clock at the change. */
+static bool times_given(const struct mfs_setattr *sa)
+{
+	return !(sa->valid & MFS_SET_TIMES_NOW_GIVEN) &&
+	       (((sa->valid & MFS_SET_ATIME) && !(sa->valid & MFS_SET_ATIME_NOW)) ||
+		((sa->valid & MFS_SET_MTIME) && !(sa->valid & MFS_SET_MTIME_NOW)));
+}
+
 static int check_times(struct mfs_node *n, const struct mfs_cred *cr,
 		       const struct mfs_setattr *sa)
 {
-	bool given = !(sa->valid & MFS_SET_TIMES_NOW_GIVEN) &&
-		     (((sa->valid & MFS_SET_ATIME) && !(sa->valid & MFS_SET_ATIME_NOW)) ||
-		      ((sa->valid & MFS_SET_MTIME) && !(sa->valid & MFS_SET_MTIME_NOW)));
+	bool given = times_given(sa);
 
 	if (is_owner(n, cr))
 		return 0;
@@ -290,9 +296,7 @@ static int check_mode(struct mfs_node *n, const struct mfs_cred *cr,
  * its mode, owners, given times and size; an immutable one its times. */
 static int setattr_flags(struct mfs_node *n, const struct mfs_setattr *sa)
 {
-	bool given = !(sa->valid & MFS_SET_TIMES_NOW_GIVEN) &&
-		     (((sa->valid & MFS_SET_ATIME) && !(sa->valid & MFS_SET_ATIME_NOW)) ||
-		      ((sa->valid & MFS_SET_MTIME) && !(sa->valid & MFS_SET_MTIME_NOW)));
+	bool given = times_given(sa);
 
 	if ((sa->valid & (MFS_SET_MODE | MFS_SET_UID | MFS_SET_GID | MFS_SET_SIZE)) ||
 	    given)
