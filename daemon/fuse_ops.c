@@ -847,7 +847,8 @@ static void account(int op, uint64_t t0)
 static size_t format_requests(void *arg, char *buf, size_t size)
 {
 	size_t len = 0;
-	uint64_t handovers, ring, dev;
+	struct mfs_fuse_uring_stats us;
+	uint64_t handovers;
 	uint32_t threads;
 	int k;
 
@@ -862,11 +863,13 @@ static size_t format_requests(void *arg, char *buf, size_t size)
 			len += (size_t)k;
 	}
 	mfs_fuse_loop_stats(&handovers, &threads);
-	mfs_fuse_uring_stats(&ring, &dev);
+	mfs_fuse_uring_stats(&us);
 	k = snprintf(buf ? buf + UT_MIN(len, size) : NULL, len < size ? size - len : 0,
 		     "fuse_loop_handovers: %" PRIu64 "\nfuse_loop_threads: %" PRIu32 "\n"
-		     "fuse_uring_requests: %" PRIu64 "\nfuse_dev_requests: %" PRIu64 "\n",
-		     handovers, threads, ring, dev);
+		     "fuse_uring_requests: %" PRIu64 "\nfuse_dev_requests: %" PRIu64 "\n"
+		     "fuse_uring_rings: %u\nfuse_uring_rings_used: %u\n",
+		     handovers, threads, us.ring_requests, us.dev_requests,
+		     us.rings, us.rings_used);
 	if (k > 0)
 		len += (size_t)k;
 	return len;

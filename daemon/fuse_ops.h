@@ -51,10 +51,20 @@ void mfs_fuse_loop_stats(uint64_t *handovers, uint32_t *threads);
 int mfs_fuse_transport_attach(struct fuse_session *se);
 void mfs_fuse_transport_detach(void);
 void mfs_fuse_uring_want(bool on);
+/* How many threads may read requests at once: 1, or once FUSE over
+ * io_uring carries them, one per ring.  The loop's readers each take a
+ * role below that (mfs_fuse_transport_take) before they read. */
+unsigned int mfs_fuse_transport_roles(void);
+void mfs_fuse_transport_take(unsigned int role);
 /* The calling thread stops reading requests (loop.c hand_over): a reply
  * it sends later is passed to the thread that reads. */
 void mfs_fuse_uring_handover(void);
-/* Requests that came over the ring and through /dev/fuse. */
-void mfs_fuse_uring_stats(uint64_t *ring, uint64_t *dev);
+/* Requests that came over the rings and through /dev/fuse; the rings, and
+ * how many of them carried a request. */
+struct mfs_fuse_uring_stats {
+	uint64_t ring_requests, dev_requests;
+	unsigned int rings, rings_used;
+};
+void mfs_fuse_uring_stats(struct mfs_fuse_uring_stats *st);
 
 #endif /* MISCFS_FUSE_OPS_H */

@@ -17,7 +17,11 @@
  * the others, and a thread that has served its request and finds the
  * role taken waits until it is needed again.
  *
- * Requests that do not sleep are thus served one at a time.  Handing over
+ * Over /dev/fuse there is one reader role.  FUSE over io_uring has a
+ * ring per CPU queue (transport.c), and each ring its own role: a reader
+ * per CPU, each serving its CPU's callers as above.
+ *
+ * Requests of one role that do not sleep are thus served one at a time.  Handing over
  * whenever more requests are queued (poll() after each read) served them
  * in parallel, but on two CPUs it lost more to the switches than it won:
  * four processes creating files in parallel made 25% fewer files a second
@@ -40,14 +44,17 @@
 #include "util.h"
 
 #define LOOP_MAX_THREADS 32
+#define LOOP_MAX_ROLES 16
 
 struct loop {
 	struct fuse_session *se;
 	pthread_mutex_t lock;        /* all below */
-	pthread_cond_t wake;         /* a follower is wanted as the reader */
-	bool reading;                /* some thread holds the reader role */
+	pthread_cond_t wake;         /* a follower is wanted as a reader */
+	unsigned int nroles;         /* mfs_fuse_transport_roles() */
+	uint32_t reading;            /* the roles some thread holds, a bit each */
 	unsigned int idle;           /* followers waiting on wake */
 	unsigned int wanted;         /* wakes sent and not yet taken */
+	unsigned int starting;       /* threads started, not yet looking */
 	unsigned int nthreads;
 	pthread_t threads[LOOP_MAX_THREADS];
 	bool done;
@@ -59,11 +66,12 @@ struct loop {
 static _Atomic uint64_t handovers;
 static _Atomic uint32_t threads_started;
 
-/* A thread of the loop, on its own stack: its loop and whether it holds
- * the reader role now.  Its hook (ut_blocking) hands the role over. */
+/* A thread of the loop, on its own stack: its loop, its role and whether
+ * it holds it now.  Its hook (ut_blocking) hands the role over. */
 struct loop_thread {
 	struct ut_blocker hook;
 	struct loop *l;
+	unsigned int role;
 	bool reader;
 };
 
@@ -71,29 +79,44 @@ static void *worker(void *arg);
 
 /* l->lock held.  A thread that cannot be made leaves the role free: the
  * thread that gave it up reads again when it is done. */
-static void start_thread(struct loop *l)
+static bool start_thread(struct loop *l)
 {
 	int err;
 
 	if (l->done || l->nthreads == LOOP_MAX_THREADS)
-		return;
+		return false;
 	err = pthread_create(&l->threads[l->nthreads], NULL, worker, l);
 	if (err) {
 		mlog_warn("request loop: no thread started: %s", strerror(err));
-		return;
+		return false;
 	}
 	l->nthreads++;
+	l->starting++;
 	atomic_fetch_add(&threads_started, 1);
+	return true;
 }
 
-/* l->lock held: the reader role is free; get a thread to take it. */
+/* l->lock held: the first role no thread holds, or -1. */
+static int free_role(const struct loop *l)
+{
+	for (unsigned int r = 0; r < l->nroles; r++)
+		if (!(l->reading & (1u << r)))
+			return (int)r;
+	return -1;
+}
+
+/* l->lock held: get a thread to each role no thread holds. */
 static void want_reader(struct loop *l)
 {
-	if (l->idle > l->wanted) {
-		l->wanted++;
-		pthread_cond_signal(&l->wake);
-	} else if (!l->wanted) {
-		start_thread(l);
+	unsigned int nfree = l->nroles - (unsigned int)__builtin_popcount(l->reading);
+
+	while (l->wanted + l->starting < nfree) {
+		if (l->idle > l->wanted) {
+			l->wanted++;
+			pthread_cond_signal(&l->wake);
+		} else if (!start_thread(l)) {
+			break;
+		}
 	}
 }
 
@@ -109,17 +132,20 @@ static void hand_over(struct ut_blocker *hook)
 	mfs_fuse_uring_handover();
 	atomic_fetch_add(&handovers, 1);
 	pthread_mutex_lock(&l->lock);
-	l->reading = false;
+	l->reading &= ~(1u << t->role);
 	want_reader(l);
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* l->lock held: wait until the role is free, or the loop is over. */
+/* l->lock held: wait until a role is free, or the loop is over; other
+ * free roles (the transport may have just made more) get a thread too. */
 static bool take_role(struct loop_thread *t)
 {
 	struct loop *l = t->l;
+	int role;
 
-	while (l->reading && !l->done) {
+	l->nroles = UT_MIN(mfs_fuse_transport_roles(), LOOP_MAX_ROLES);
+	while ((role = free_role(l)) < 0 && !l->done) {
 		l->idle++;
 		pthread_cond_wait(&l->wake, &l->lock);
 		l->idle--;
@@ -128,8 +154,10 @@ static bool take_role(struct loop_thread *t)
 	}
 	if (l->done)
 		return false;
-	l->reading = true;
+	l->reading |= 1u << role;
+	t->role = (unsigned int)role;
 	t->reader = true;
+	want_reader(l);
 	return true;
 }
 
@@ -174,13 +202,15 @@ static void *worker(void *arg)
 	ut_block_hook = &t.hook;
 	pthread_cleanup_push(free_buf, &buf);
 	pthread_mutex_lock(&l->lock);
+	l->starting--;
 	while (take_role(&t)) {
 		pthread_mutex_unlock(&l->lock);
+		mfs_fuse_transport_take(t.role);
 		res = serve_one(l, &buf);
 		pthread_mutex_lock(&l->lock);
 		if (t.reader) {
 			t.reader = false;
-			l->reading = false;
+			l->reading &= ~(1u << t.role);
 		}
 		if (fuse_session_exited(l->se))
 			finish(l, 0);
@@ -218,7 +248,7 @@ static bool wait_finished(struct loop *l)
  */
 int mfs_fuse_loop(struct fuse_session *se)
 {
-	struct loop l = { .se = se };
+	struct loop l = { .se = se, .nroles = 1 };
 	sigset_t block, old;
 
 	pthread_mutex_init(&l.lock, NULL);

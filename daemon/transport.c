@@ -22,28 +22,34 @@
  * reply goes back in the same buffers with COMMIT_AND_FETCH, which also
  * hands the entry back for the next request.
  *
- * read() (one thread at a time: the loop's reader, loop.c) waits on the
- * ring and rebuilds the request as /dev/fuse would have given it: its
- * header, its argument header (op_in) and the payload.  writev() of a
- * reply finds the entry by the request's unique id and commits it; any
- * other message (the INIT reply, notifications, the reply to a request
- * that came through /dev/fuse, an interrupt's) goes to /dev/fuse as
- * before.  /dev/fuse stays in use: INIT, forgets, interrupts and requests
- * sent before every queue had an entry come through it, and it says when
- * the mount is gone, so the ring also polls it.
+ * The kernel gives a request to the queue of the CPU its caller runs on,
+ * and copies it into an entry in the context of the thread that last
+ * submitted the entry's command (task work).  So each queue's entries
+ * sit on a ring of their own (queues beyond MAX_RINGS share them, queue q
+ * on ring q % nrings), read by a thread of its own pinned to that CPU:
+ * the loop (loop.c) keeps one reader per ring, and a reader that served
+ * its request reads the next one.  A request thus wakes a thread on its
+ * caller's CPU, which serves it there while the caller waits, and its
+ * reply's commit waits in the ring's submission queue and goes in with
+ * the reader's next wait for a completion: one system call a request.
+ * The reader alone submits to its ring.  A thread that handed the role
+ * over (mfs_fuse_uring_handover) and then replies leaves its entry on
+ * the ring's commits and wakes the ring's reader through an eventfd the
+ * ring reads.
  *
- * The kernel copies a request into an entry in the context of the thread
- * that last submitted the entry's command (task work), and a reader that
- * served its request reads the next one (loop.c).  So the reader alone
- * submits: its reply's commit waits in the submission queue and goes in
- * with its next wait for a completion, one system call a request, and the
- * next request for that entry is copied on the thread that waits.  A
- * thread that handed the role over (mfs_fuse_uring_handover) and then
- * replies leaves its entry on u.commits and wakes the reader through an
- * eventfd the ring reads.
+ * read() waits on the calling reader's ring and rebuilds the request as
+ * /dev/fuse would have given it: its header, its argument header (op_in)
+ * and the payload.  writev() of a reply finds the entry by the request's
+ * unique id and commits it; any other message (the INIT reply,
+ * notifications, the reply to a request that came through /dev/fuse, an
+ * interrupt's) goes to /dev/fuse as before.  /dev/fuse stays in use:
+ * INIT, forgets, interrupts and requests sent before every queue had an
+ * entry come through it, and it says when the mount is gone, so the
+ * first ring also polls it.
  *
- * Lock order: u.lock (u.commits, the entries' ownership) is a leaf.  The
- * rings' queues belong to the thread with is_reader set: one at a time.
+ * Lock order: u.lock (the rings' commits, the entries' ownership) is a
+ * leaf.  A ring's submission queue belongs to the thread reading it: one
+ * at a time (loop.c).
  */
 #include "fuse_ops.h"
 
@@ -53,6 +59,7 @@
 #include <linux/fuse.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +104,7 @@ struct fur_cmd_req {
 /* ---- the daemon's side ----------------------------------------------------- */
 
 #define ENTS_PER_QUEUE 4
+#define MAX_RINGS 16                /* readers; queues beyond share them */
 #define RING_DEPTH 64
 #define POLL_TAG 1                  /* user_data: the poll of /dev/fuse */
 #define EVENT_TAG 2                 /* user_data: the read of the eventfd */
@@ -110,62 +118,95 @@ struct fur_ent {
 	uint16_t qid;
 	bool ours;                  /* holds a request the daemon serves */
 	uint64_t unique;            /* that request's */
-	struct fur_ent *next;       /* on u.commits */
+	struct fur_ent *next;       /* on its ring's commits */
+};
+
+/* A ring, its reader's: the entries of the queues q with q % nrings its
+ * index. */
+struct fur_ring {
+	struct io_uring ring;
+	bool made;
+	bool armed;                 /* its entries registered, its reads queued */
+	int efd;                    /* wakes the reader for commits */
+	uint64_t efd_buf;
+	struct fur_ent *commits;    /* replies of threads not reading (u.lock) */
+	_Atomic uint64_t requests;  /* that came over it */
 };
 
 static struct {
 	bool wanted;                /* -o io_uring */
 	bool offered;               /* the INIT request offered the transport */
-	bool active;                /* the ring carries requests */
+	atomic_bool active;         /* the rings carry requests */
 	int fd;                     /* /dev/fuse */
-	int efd;                    /* wakes the reader for u.commits */
-	uint64_t efd_buf;
 	uint64_t init_unique;
 	uint32_t init_flags;        /* what the kernel's INIT offered */
-	struct io_uring ring;
+	unsigned int nqueues;       /* the kernel's: its possible CPUs */
+	unsigned int nrings;
+	struct fur_ring rings[MAX_RINGS];
 	struct fur_ent *ents;
 	unsigned int nents;
 	bool refused_logged;
 	pthread_mutex_t lock;
-	struct fur_ent *commits;    /* replies of threads not reading */
 	_Atomic uint64_t ring_requests, dev_requests;
-} u = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .efd = -1 };
+} u = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
-/* This thread holds the reader role: the ring's queues are its own. */
-static __thread bool is_reader;
+/* The role this thread reads for (loop.c), the ring it reads while it
+ * holds it, and the ring its CPU mask is set for. */
+static __thread unsigned int my_role;
+static __thread struct fur_ring *my_ring;
+static __thread struct fur_ring *pinned_to;
 
 void mfs_fuse_uring_want(bool on)
 {
 	u.wanted = on;
 }
 
-void mfs_fuse_uring_handover(void)
+unsigned int mfs_fuse_transport_roles(void)
 {
-	is_reader = false;
+	return atomic_load_explicit(&u.active, memory_order_acquire) ? u.nrings : 1;
 }
 
-void mfs_fuse_uring_stats(uint64_t *ring, uint64_t *dev)
+void mfs_fuse_transport_take(unsigned int role)
 {
-	*ring = atomic_load(&u.ring_requests);
-	*dev = atomic_load(&u.dev_requests);
+	my_role = role;
+}
+
+void mfs_fuse_uring_handover(void)
+{
+	my_ring = NULL;
+}
+
+void mfs_fuse_uring_stats(struct mfs_fuse_uring_stats *st)
+{
+	st->ring_requests = atomic_load(&u.ring_requests);
+	st->dev_requests = atomic_load(&u.dev_requests);
+	st->rings = atomic_load(&u.active) ? u.nrings : 0;
+	st->rings_used = 0;
+	for (unsigned int i = 0; i < st->rings; i++)
+		st->rings_used += atomic_load(&u.rings[i].requests) != 0;
+}
+
+static struct fur_ring *ring_of(const struct fur_ent *e)
+{
+	return &u.rings[e->qid % u.nrings];
 }
 
 /* A submission queue entry, the queue submitted first if it is full. */
-static struct io_uring_sqe *get_sqe(void)
+static struct io_uring_sqe *get_sqe(struct fur_ring *r)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&u.ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 
 	if (!sqe) {
-		io_uring_submit(&u.ring);
-		sqe = io_uring_get_sqe(&u.ring);
+		io_uring_submit(&r->ring);
+		sqe = io_uring_get_sqe(&r->ring);
 	}
 	return sqe;
 }
 
-/* Queue @e's command @op: it goes in with the reader's next wait. */
+/* Queue @e's command @op: it goes in with its reader's next wait. */
 static int queue_cmd(struct fur_ent *e, uint32_t op, uint64_t commit_id)
 {
-	struct io_uring_sqe *sqe = get_sqe();
+	struct io_uring_sqe *sqe = get_sqe(ring_of(e));
 	struct fur_cmd_req *req;
 
 	if (!sqe)
@@ -185,9 +226,9 @@ static int queue_cmd(struct fur_ent *e, uint32_t op, uint64_t commit_id)
 	return 0;
 }
 
-static int queue_poll(void)
+static int queue_poll(struct fur_ring *r)
 {
-	struct io_uring_sqe *sqe = get_sqe();
+	struct io_uring_sqe *sqe = get_sqe(r);
 
 	if (!sqe)
 		return -EBUSY;
@@ -196,13 +237,13 @@ static int queue_poll(void)
 	return 0;
 }
 
-static int queue_event_read(void)
+static int queue_event_read(struct fur_ring *r)
 {
-	struct io_uring_sqe *sqe = get_sqe();
+	struct io_uring_sqe *sqe = get_sqe(r);
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_read(sqe, u.efd, &u.efd_buf, sizeof(u.efd_buf), 0);
+	io_uring_prep_read(sqe, r->efd, &r->efd_buf, sizeof(r->efd_buf), 0);
 	io_uring_sqe_set_data64(sqe, EVENT_TAG);
 	return 0;
 }
@@ -230,16 +271,31 @@ static unsigned int nr_queues(void)
 	return n ? n : (unsigned int)get_nprocs_conf();
 }
 
+/* The calling reader runs on the CPUs of its ring's queues, where their
+ * requests' callers run.  A mask the system refuses (CPUs outside the
+ * daemon's cpuset) leaves the thread where it may run. */
+static void pin(struct fur_ring *r)
+{
+	unsigned int idx = (unsigned int)(r - u.rings);
+	cpu_set_t set;
+
+	if (pinned_to == r)
+		return;
+	pinned_to = r;
+	CPU_ZERO(&set);
+	for (unsigned int q = idx; q < u.nqueues && q < CPU_SETSIZE; q += u.nrings)
+		CPU_SET(q, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 /* The entries, each with a payload of @payload bytes (mapped, so only the
  * pages a request touches take memory). */
 static int make_entries(size_t payload)
 {
-	unsigned int nq = nr_queues();
-
-	u.ents = calloc((size_t)nq * ENTS_PER_QUEUE, sizeof(*u.ents));
+	u.ents = calloc((size_t)u.nqueues * ENTS_PER_QUEUE, sizeof(*u.ents));
 	if (!u.ents)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < nq * ENTS_PER_QUEUE; i++) {
+	for (unsigned int i = 0; i < u.nqueues * ENTS_PER_QUEUE; i++) {
 		struct fur_ent *e = &u.ents[i];
 
 		e->payload = mmap(NULL, payload, PROT_READ | PROT_WRITE,
@@ -255,21 +311,24 @@ static int make_entries(size_t payload)
 	return 0;
 }
 
-/* After the INIT reply, on the reader: every entry goes to the kernel
- * with the next wait.  One it refuses comes back with an error
- * (refused()). */
-static void register_entries(const struct fuse_init_out *out)
+/* On a ring's reader, the first time it reads: the ring's entries go to
+ * the kernel with its next wait, from the thread that will be woken for
+ * their requests, and the first ring polls /dev/fuse.  An entry the
+ * kernel refuses comes back with an error (refused()). */
+static int arm(struct fur_ring *r)
 {
-	size_t pages = (out->flags & FUSE_MAX_PAGES) ? out->max_pages : 32;
-	size_t payload = UT_MAX(UT_MAX((size_t)8192, (size_t)out->max_write),
-				pages * 4096);
-	int err = make_entries(payload);
+	int err = r == &u.rings[0] ? queue_poll(r) : 0;
 
+	if (!err)
+		err = queue_event_read(r);
 	for (unsigned int i = 0; !err && i < u.nents; i++)
-		err = queue_cmd(&u.ents[i], FUR_CMD_REGISTER, 0);
+		if (ring_of(&u.ents[i]) == r)
+			err = queue_cmd(&u.ents[i], FUR_CMD_REGISTER, 0);
 	if (err)
-		mlog_warn("io_uring: entries not registered: %s; requests go "
-			  "through /dev/fuse", strerror(-err));
+		mlog_warn("io_uring: ring %u not armed: %s", (unsigned int)(r - u.rings),
+			  strerror(-err));
+	r->armed = true;
+	return err;
 }
 
 /* A completion with an error: the kernel refused the entry or the
@@ -288,12 +347,15 @@ static void refused(struct fur_ent *e, int res)
 }
 
 /* The reply in @iov (after the header) into @e, and @e back to the
- * kernel: with the reader's next wait, or through u.commits.  A reply too
- * large for the payload becomes EIO. */
+ * kernel: with its ring's reader's next wait, through the ring's commits
+ * if this thread does not read that ring.  A reply too large for the
+ * payload becomes EIO. */
 static void commit(struct fur_ent *e, uint64_t unique, int32_t error,
 		   const struct iovec *iov, int count)
 {
 	struct fuse_out_header *oh = (struct fuse_out_header *)e->hdr.in_out;
+	struct fur_ring *r = ring_of(e);
+	bool mine = my_ring == r;
 	size_t off = 0;
 	bool wake;
 
@@ -311,26 +373,26 @@ static void commit(struct fur_ent *e, uint64_t unique, int32_t error,
 	e->hdr.ent.payload_sz = (uint32_t)off;
 	pthread_mutex_lock(&u.lock);
 	e->ours = false;
-	wake = !is_reader && !u.commits;
-	if (!is_reader) {
-		e->next = u.commits;
-		u.commits = e;
+	wake = !mine && !r->commits;
+	if (!mine) {
+		e->next = r->commits;
+		r->commits = e;
 	}
 	pthread_mutex_unlock(&u.lock);
-	if (is_reader && queue_cmd(e, FUR_CMD_COMMIT_AND_FETCH, unique))
+	if (mine && queue_cmd(e, FUR_CMD_COMMIT_AND_FETCH, unique))
 		mlog_warn("io_uring: request %" PRIu64 " not answered", unique);
-	if (wake && eventfd_write(u.efd, 1))
+	if (wake && eventfd_write(r->efd, 1))
 		mlog_warn("io_uring: the reader not woken: %s", strerror(errno));
 }
 
-/* On the reader: the replies of threads that handed the role over. */
-static void take_commits(void)
+/* On @r's reader: the replies of threads that handed the role over. */
+static void take_commits(struct fur_ring *r)
 {
 	struct fur_ent *e;
 
 	pthread_mutex_lock(&u.lock);
-	e = u.commits;
-	u.commits = NULL;
+	e = r->commits;
+	r->commits = NULL;
 	pthread_mutex_unlock(&u.lock);
 	for (; e; e = e->next) {
 		uint64_t unique = ((struct fuse_out_header *)e->hdr.in_out)->unique;
@@ -372,6 +434,7 @@ static ssize_t deliver(struct fur_ent *e, void *buf, size_t len)
 	memcpy((char *)buf + sizeof(*in), e->hdr.op_in, h);
 	memcpy((char *)buf + sizeof(*in) + h, e->payload, psz);
 	atomic_fetch_add(&u.ring_requests, 1);
+	atomic_fetch_add(&ring_of(e)->requests, 1);
 	if (in->opcode == FUSE_FORGET || in->opcode == FUSE_NOTIFY_REPLY) {
 		bool forget = in->opcode == FUSE_FORGET;
 
@@ -412,26 +475,27 @@ static ssize_t read_dev(int fd, void *buf, size_t len)
 
 /* One completion: a request for libfuse (its length), 0 for none, or
  * -1 with errno set. */
-static ssize_t complete(struct io_uring_cqe *cqe, int fd, void *buf, size_t len)
+static ssize_t complete(struct fur_ring *r, struct io_uring_cqe *cqe, int fd,
+			void *buf, size_t len)
 {
 	uint64_t tag = io_uring_cqe_get_data64(cqe);
 	int res = cqe->res;
 
-	io_uring_cqe_seen(&u.ring, cqe);
+	io_uring_cqe_seen(&r->ring, cqe);
 	if (tag == POLL_TAG) {
 		ssize_t n = read_dev(fd, buf, len);    /* readable, or gone */
 		int saved = errno;
 
 		/* Polled again unless the mount is gone (ENODEV). */
-		if ((n > 0 || saved != ENODEV) && queue_poll())
+		if ((n > 0 || saved != ENODEV) && queue_poll(r))
 			mlog_warn("io_uring: /dev/fuse no longer polled");
 		errno = saved;
 		return n;
 	}
 	if (tag == EVENT_TAG) {
-		if (res < 0 || queue_event_read())
+		if (res < 0 || queue_event_read(r))
 			mlog_warn("io_uring: the eventfd no longer read");
-		take_commits();
+		take_commits(r);
 		return 0;
 	}
 	if (res < 0) {
@@ -441,22 +505,29 @@ static ssize_t complete(struct io_uring_cqe *cqe, int fd, void *buf, size_t len)
 	return deliver((struct fur_ent *)(uintptr_t)tag, buf, len);
 }
 
+/* Read for the role this thread took: /dev/fuse until the rings carry
+ * requests, then the role's ring. */
 static ssize_t fur_read(int fd, void *buf, size_t len, void *userdata)
 {
+	struct fur_ring *r;
+
 	(void)userdata;
-	is_reader = true;
-	if (!u.active)
+	if (!atomic_load_explicit(&u.active, memory_order_acquire))
 		return read_dev(fd, buf, len);
+	r = my_ring = &u.rings[my_role % u.nrings];
+	pin(r);
+	if (!r->armed)
+		arm(r);
 	for (;;) {
 		struct __kernel_timespec ts = { 0, WAIT_MS * 1000000LL };
 		struct io_uring_cqe *cqe = NULL;
 		ssize_t n;
 		int err;
 
-		take_commits();
+		take_commits(r);
 		/* A wait that submitted something and then timed out returns
 		 * the count it submitted, with no completion. */
-		err = io_uring_submit_and_wait_timeout(&u.ring, &cqe, 1, &ts, NULL);
+		err = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, &ts, NULL);
 		pthread_testcancel();
 		if (err == -ETIME || err == -EINTR || (err >= 0 && !cqe))
 			continue;
@@ -468,7 +539,7 @@ static ssize_t fur_read(int fd, void *buf, size_t len, void *userdata)
 			errno = -err;
 			return -1;
 		}
-		n = complete(cqe, fd, buf, len);
+		n = complete(r, cqe, fd, buf, len);
 		if (n)
 			return n;
 	}
@@ -501,21 +572,24 @@ static void patch_init(struct iovec *iov, int count)
 		out->flags2 |= FUR_OVER_IO_URING_FLAGS2;
 }
 
-/* The INIT reply is in: from now on the reader waits on the ring, which
- * polls /dev/fuse too, and the entries go to the kernel. */
+/* The INIT reply is in: from now on the loop keeps a reader on each ring
+ * (mfs_fuse_transport_roles), which registers its entries as it starts
+ * reading, and the first ring polls /dev/fuse. */
 static void activate(const struct fuse_init_out *out)
 {
-	int err = queue_poll();
+	size_t pages = (out->flags & FUSE_MAX_PAGES) ? out->max_pages : 32;
+	size_t payload = UT_MAX(UT_MAX((size_t)8192, (size_t)out->max_write),
+				pages * 4096);
+	int err = make_entries(payload);
 
-	if (!err)
-		err = queue_event_read();
 	if (err) {
-		mlog_warn("io_uring: not used (%s); requests go through /dev/fuse",
-			  strerror(-err));
+		/* The kernel holds requests back until every queue has an
+		 * entry: nothing would be served. */
+		mlog_err("io_uring: no entries (%s); the mount cannot serve requests",
+			 strerror(-err));
 		return;
 	}
-	u.active = true;
-	register_entries(out);
+	atomic_store_explicit(&u.active, true, memory_order_release);
 }
 
 static ssize_t fur_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -526,7 +600,8 @@ static ssize_t fur_writev(int fd, struct iovec *iov, int count, void *userdata)
 	ssize_t n;
 
 	(void)userdata;
-	if (u.active && oh->unique && (e = find_ent(oh->unique))) {
+	if (atomic_load_explicit(&u.active, memory_order_acquire) && oh->unique &&
+	    (e = find_ent(oh->unique))) {
 		commit(e, oh->unique, oh->error, iov + 1, count - 1);
 		return (ssize_t)oh->len;
 	}
@@ -540,21 +615,43 @@ static ssize_t fur_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return n;
 }
 
-/* The ring, if -o io_uring asked for one; without it, /dev/fuse. */
-static void make_ring(void)
+static void unmake_rings(void)
 {
-	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 };
-	int err;
+	for (unsigned int i = 0; i < u.nrings; i++) {
+		struct fur_ring *r = &u.rings[i];
 
-	u.efd = eventfd(0, EFD_CLOEXEC);
-	err = u.efd < 0 ? -errno : io_uring_queue_init_params(RING_DEPTH, &u.ring, &p);
+		if (r->made)
+			io_uring_queue_exit(&r->ring);
+		if (r->efd >= 0)
+			close(r->efd);
+		*r = (struct fur_ring){ .efd = -1 };
+	}
+	u.nrings = 0;
+}
+
+/* The rings, if -o io_uring asked for them; without them, /dev/fuse. */
+static void make_rings(void)
+{
+	int err = 0;
+
+	u.nqueues = nr_queues();
+	u.nrings = UT_MIN(u.nqueues, MAX_RINGS);
+	for (unsigned int i = 0; i < u.nrings; i++)
+		u.rings[i].efd = -1;
+	for (unsigned int i = 0; i < u.nrings && !err; i++) {
+		struct io_uring_params p = { .flags = IORING_SETUP_SQE128 };
+		struct fur_ring *r = &u.rings[i];
+
+		r->efd = eventfd(0, EFD_CLOEXEC);
+		err = r->efd < 0 ? -errno :
+		      io_uring_queue_init_params(RING_DEPTH, &r->ring, &p);
+		r->made = !err;
+	}
 	if (!err)
 		return;
 	mlog_warn("io_uring: no ring (%s); requests go through /dev/fuse",
 		  strerror(-err));
-	if (u.efd >= 0)
-		close(u.efd);
-	u.efd = -1;
+	unmake_rings();
 	u.wanted = false;
 }
 
@@ -568,7 +665,7 @@ int mfs_fuse_transport_attach(struct fuse_session *se)
 
 	u.fd = fuse_session_fd(se);
 	if (u.wanted)
-		make_ring();
+		make_rings();
 	err = fuse_session_custom_io(se, &io, u.fd);
 	if (err) {
 		mlog_warn("the FUSE session refused its transport (%s); requests go "
@@ -582,13 +679,12 @@ void mfs_fuse_transport_detach(void)
 {
 	if (!u.wanted)
 		return;
-	io_uring_queue_exit(&u.ring);
+	unmake_rings();
 	for (unsigned int i = 0; i < u.nents; i++)
 		munmap(u.ents[i].payload, u.ents[i].payload_len);
 	free(u.ents);
 	u.ents = NULL;
 	u.nents = 0;
-	close(u.efd);
-	u.efd = -1;
-	u.active = u.wanted = false;
+	atomic_store(&u.active, false);
+	u.wanted = false;
 }

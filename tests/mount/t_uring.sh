@@ -3,6 +3,7 @@
 # - the requests go over the ring (the statistics count them), with
 #   large writes and reads, an xattr of 3000 bytes, directories and four
 #   writers at once, and every byte comes back;
+# - a writer on each CPU is served by that CPU's ring;
 # - SIGTERM stops the daemon within seconds and leaves a clean image;
 # - with the kernel's switch off, one log line says why and the mount
 #   works through /dev/fuse.
@@ -42,6 +43,29 @@ for w in 1 2 3 4; do
 done
 ring=$(stat_of fuse_uring_requests)
 [ "$ring" -gt 2000 ] || fail "only $ring requests came over the ring"
+# A writer on each CPU this test may use: each CPU's queue has a ring
+# and a reader of its own, and every one of them serves.
+cpus=()
+for part in $(taskset -c -p $$ | sed 's/.*: //; s/,/ /g'); do
+	cpus+=($(seq "${part%-*}" "${part#*-}"))
+done
+pids=()
+for c in "${cpus[@]}"; do
+	taskset -c "$c" bash -c 'mkdir "$1" && for i in $(seq 100); do
+		echo "$2 $i" >"$1/f$i" || exit 1; done' - "$mnt/cpu$c" "$c" &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do
+	wait "$p" || fail "a writer pinned to a CPU failed"
+done
+for c in "${cpus[@]}"; do
+	[ "$(cat "$mnt/cpu$c/f100")" = "$c 100" ] || fail "cpu$c/f100 reads back wrong"
+done
+rings=$(stat_of fuse_uring_rings)
+used=$(stat_of fuse_uring_rings_used)
+want=$((${#cpus[@]} < rings ? ${#cpus[@]} : rings))
+[ "$used" -ge "$want" ] ||
+	fail "$used of $rings rings carried requests from writers on ${#cpus[@]} CPUs"
 # An idle mount: the reader's waits end by their timeout, some with a
 # commit submitted and no completion.
 sleep 2.5
