@@ -21,11 +21,11 @@
  * ring per CPU queue (transport.c), and each ring its own role: a reader
  * per CPU, each serving its CPU's callers as above.
  *
- * Requests of one role that do not sleep are thus served one at a time.  Handing over
- * whenever more requests are queued (poll() after each read) served them
- * in parallel, but on two CPUs it lost more to the switches than it won:
- * four processes creating files in parallel made 25% fewer files a second
- * (bench/compare.sh measures such workloads).
+ * Requests of one role that do not sleep are thus served one at a time.
+ * Handing over whenever more requests are queued (poll() after each read)
+ * served them in parallel, but on two CPUs it lost more to the switches
+ * than it won: four processes creating files in parallel made 25% fewer
+ * files a second (bench/compare.sh measures such workloads).
  *
  * Lock order: l->lock is a leaf.  ut_blocking() runs under any lock of
  * the layers below and takes l->lock alone (pthread_create included).
