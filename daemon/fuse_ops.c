@@ -37,6 +37,38 @@ void mfs_fuse_set_cache(const struct mfs_fuse_cache *c)
 	cache = *c;
 }
 
+static char bdi_path[64];
+
+void mfs_fuse_set_mount_dev(unsigned int major, unsigned int minor)
+{
+	snprintf(bdi_path, sizeof(bdi_path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major, minor);
+}
+
+/*
+ * The kernel reads ahead of a FUSE file in requests as large as the
+ * mount's readahead, which it takes from its block devices' default (128
+ * KiB) and may only lower at INIT; a request may be 1 MiB (max_pages
+ * 256).  A cold sequential read in requests of 1 MiB is 1.13× faster
+ * (docs/PERFORMANCE.md).  Only root may write the setting: otherwise the
+ * kernel's stays, and the debug log says so.
+ */
+void mfs_fuse_init_replied(void)
+{
+	FILE *f;
+	bool ok;
+
+	if (!cache.readahead_kb || !bdi_path[0])
+		return;
+	f = fopen(bdi_path, "w");
+	ok = f && fprintf(f, "%u\n", cache.readahead_kb) > 0;
+	if (f && fclose(f))
+		ok = false;               /* sysfs says no at the flush */
+	if (!ok)
+		mlog_dbg("%s: %s; the kernel's readahead stays", bdi_path,
+			 strerror(errno));
+}
+
 static struct mfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);

@@ -22,15 +22,24 @@ void mfs_fuse_kernel_checks(bool on);
  * hold written pages back (FUSE_CAP_WRITEBACK_CACHE).  Before the session
  * starts. */
 #define MFS_FUSE_CACHE_TIMEOUT 86400.0
+#define MFS_FUSE_READAHEAD_KB 1024   /* the largest request: 256 pages */
 struct mfs_fuse_cache {
 	double entry_s, attr_s, negative_s;
 	bool keep_cache;
 	bool writeback;              /* the kernel's writeback cache */
+	unsigned int readahead_kb;   /* the mount's readahead; 0: the kernel's */
 };
 #define MFS_FUSE_CACHE_DEFAULTS { .entry_s = MFS_FUSE_CACHE_TIMEOUT,        \
 	.attr_s = MFS_FUSE_CACHE_TIMEOUT, .negative_s = MFS_FUSE_CACHE_TIMEOUT, \
-	.keep_cache = true, .writeback = false }
+	.keep_cache = true, .writeback = false,                             \
+	.readahead_kb = MFS_FUSE_READAHEAD_KB }
 void mfs_fuse_set_cache(const struct mfs_fuse_cache *c);
+
+/* The kernel's device number of the mount (after it is mounted), and the
+ * INIT reply gone to the kernel (transport.c): the mount's readahead is
+ * set then, when the kernel no longer lowers it to what INIT offered. */
+void mfs_fuse_set_mount_dev(unsigned int major, unsigned int minor);
+void mfs_fuse_init_replied(void);
 
 /* mfs_attr_changed_fn for a session (@arg): the kernel drops its cached
  * attributes of the inode. */

@@ -54,7 +54,7 @@ static int usage(void)
 		"         nodev nosuid dev suid exec noexec sync dirsync defaults\n"
 		"         writelog=FILE entry_timeout=S attr_timeout=S negative_timeout=S\n"
 		"         keep_cache nokeep_cache writeback_cache nowriteback_cache\n"
-		"         io_uring noio_uring host_cache nohost_cache\n");
+		"         io_uring noio_uring host_cache nohost_cache kernel_readahead=SIZE\n");
 	return 2;
 }
 
@@ -102,6 +102,12 @@ static int opt_value(struct args *a, const char *key, const char *val)
 			return mlog_err("%s=%s: not a number of seconds", key, val), -1;
 		*(key[0] == 'e' ? &a->kc.entry_s : key[0] == 'a' ? &a->kc.attr_s :
 		  &a->kc.negative_s) = t;
+	} else if (!strcmp(key, "kernel_readahead")) {
+		uint64_t v;
+
+		if (ut_parse_size(val, &v) || v > (64u << 20))
+			return mlog_err("kernel_readahead=%s: not a size up to 64M", val), -1;
+		a->kc.readahead_kb = (unsigned int)(v / 1024);
 	} else if (!strcmp(key, "writelog")) {
 		if (!*val)
 			return mlog_err("writelog=: no file named"), -1;
@@ -463,8 +469,47 @@ static void report(int fd, char status)
 	}
 }
 
+/* Octal escapes (\040) of a path in /proc/self/mountinfo, undone in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = 0;
+}
+
+/* The device number of the newest mount on @path (canonical), from
+ * /proc/self/mountinfo: asking the mount itself would wait for INIT. */
+static void find_mount_dev(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	unsigned int major = 0, minor = 0, ma, mi;
+	char line[PATH_MAX * 2], mnt[PATH_MAX * 2];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*u %*u %u:%u %*s %s", &ma, &mi, mnt) != 3)
+			continue;
+		unescape(mnt);
+		if (!strcmp(mnt, path))
+			major = ma, minor = mi;
+	}
+	if (f)
+		fclose(f);
+	if (major || minor)
+		mfs_fuse_set_mount_dev(major, minor);
+}
+
 static int run(struct args *a, int status_fd)
 {
+	char canon[PATH_MAX];
 	struct fuse_session *se = NULL;
 	struct mfs_fs *fs = NULL;
 	struct bdev *bd = NULL;
@@ -473,7 +518,11 @@ static int run(struct args *a, int status_fd)
 	if (lock != -1 && !open_image(a, &bd) && !mfs_mount(bd, &a->mo, &fs))
 		se = session_new(a, fs);
 	if (se && fuse_set_signal_handlers(se) == 0) {
+		bool canonical = realpath(a->mountpoint, canon) != NULL;
+
 		if (fuse_session_mount(se, a->mountpoint) == 0) {
+			if (canonical)
+				find_mount_dev(canon);
 			mfs_fuse_transport_attach(se);
 			report(status_fd, 0);
 			status_fd = -1;

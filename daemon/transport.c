@@ -608,6 +608,8 @@ static ssize_t fur_writev(int fd, struct iovec *iov, int count, void *userdata)
 	if (init && !oh->error)
 		patch_init(iov, count);
 	n = writev(fd, iov, count);
+	if (init && n > 0 && !oh->error)
+		mfs_fuse_init_replied();
 	if (init && u.offered && n > 0 && count >= 2)
 		activate(iov[1].iov_base);
 	if (init)

@@ -13,7 +13,10 @@
 # - the kernel asks for security.capability before the first write of a
 #   file, not before each (FUSE_HANDLE_KILLPRIV_V2), and set-id bits
 #   still go at a write by another user;
-# - bad timeouts are refused.
+# - the kernel reads ahead in requests of 1 MiB (kernel_readahead, which
+#   sets the mount's readahead once INIT is answered), or of the size
+#   given;
+# - bad timeouts and sizes are refused.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 
@@ -184,10 +187,38 @@ chattr +A "$f" || fail "chattr +A"
 [ "$(stat -c %Z.%z "$f")" != "$ct" ] || fail "chattr: the ctime did not move"
 unmount
 
-# ---- bad timeouts ----------------------------------------------------------
+# ---- the kernel reads ahead in requests of 1 MiB ---------------------------
+freads() { sed -n 's/^fuse_read_requests: //p' "$mnt/.miscfs/stats"; }
+start
+head -c 8M /dev/urandom >"$mnt/ra" || fail "writing 8 MiB"
+unmount
+# cold_read WHAT: read ra from a fresh mount (the kernel holds none of
+# it); prints the READ requests the daemon got.
+cold_read() {
+	local before
+	before=$(freads)
+	cat "$mnt/ra" >/dev/null || fail "reading ra ($1)"
+	echo $(($(freads) - before))
+}
+start
+[ "$(cat "/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb")" = 1024 ] ||
+	fail "the mount's readahead is not 1024 KiB"
+n=$(cold_read default)
+[ "$n" -le 16 ] || fail "8 MiB read in $n requests (at 1 MiB, 8 and a few)"
+unmount
+start -o kernel_readahead=128K
+n=$(cold_read kernel_readahead=128K)
+[ "$n" -ge 24 ] || fail "kernel_readahead=128K: 8 MiB read in $n requests (at 128 to 256 KiB, 32 to 64)"
+unmount
+
+# ---- bad timeouts and sizes ------------------------------------------------
 for o in attr_timeout=x entry_timeout= negative_timeout=-1 attr_timeout=1e12; do
 	expect_status 2 "$MISCFS" "$img" "$mnt" -f -o "$o"
 	expect_in "$T_ERR" "not a number of seconds"
 done
-mounted && fail "mounted with a bad timeout"
+for o in kernel_readahead=x kernel_readahead=65M; do
+	expect_status 2 "$MISCFS" "$img" "$mnt" -f -o "$o"
+	expect_in "$T_ERR" "not a size up to 64M"
+done
+mounted && fail "mounted with a bad timeout or size"
 exit 0
