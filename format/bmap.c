@@ -220,7 +220,26 @@ static int path_down(const struct fmt_bmap *bm, uint64_t parent, uint64_t lblk,
 	return err;
 }
 
-int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk)
+/* How many of the @n slots of @leaf from @i on continue slot @i's run: the
+ * next block each (each one a block a map may hold), or holes, at most
+ * @max.  A slot that breaks the run is left to its own lookup. */
+static uint32_t run_of(const struct fmt_bmap *bm, const uint32_t *leaf,
+		       uint32_t i, uint32_t n, uint32_t max)
+{
+	uint64_t first = le32toh(leaf[i]);
+	uint32_t k = 1;
+
+	for (; k < max && i + k < n; k++) {
+		uint64_t p = le32toh(leaf[i + k]);
+
+		if (first ? p != first + k || ptr_problem(bm->sb, p) : p != 0)
+			break;
+	}
+	return k;
+}
+
+int fmt_bmap_find_run(const struct fmt_bmap *bm, uint64_t lblk, uint32_t max,
+		      uint64_t *pblk, uint32_t *run)
 {
 	uint32_t off[4];
 	int depth = fmt_block_to_path(apb_of(bm->sb), lblk, off);
@@ -228,9 +247,12 @@ int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk)
 	int err = 0;
 
 	*pblk = 0;
+	*run = 1;
 	if (!depth)
 		return -EFBIG;
 	ptr = le32toh(bm->in->i_block[off[0]]);
+	if (depth == 1)
+		*run = run_of(bm, bm->in->i_block, off[0], MFS_NDIR_BLOCKS, max);
 	for (int d = 1; d < depth && ptr && !err; d++) {
 		struct fmt_bmap_ind ind;
 
@@ -238,6 +260,8 @@ int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk)
 		if (!err) {
 			parent = ptr;
 			ptr = le32toh(ind.ptrs[off[d]]);
+			if (d == depth - 1)
+				*run = run_of(bm, ind.ptrs, off[d], apb_of(bm->sb), max);
 			put(bm, &ind);
 		}
 	}
@@ -245,7 +269,16 @@ int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk)
 		err = path_check(bm, parent, lblk, ptr);
 	if (!err)
 		*pblk = ptr;
+	else
+		*run = 1;
 	return err;
+}
+
+int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk)
+{
+	uint32_t run;
+
+	return fmt_bmap_find_run(bm, lblk, 1, pblk, &run);
 }
 
 /* Slot @i of @ind (held to read; i_block needs no get) becomes @blk. */

@@ -205,6 +205,12 @@ struct fmt_bmap {
 /* The block of logical block @lblk in *@pblk, 0 for a hole; -EFBIG beyond
  * the largest file.  ops: get (READ), put. */
 int fmt_bmap_find(const struct fmt_bmap *bm, uint64_t lblk, uint64_t *pblk);
+/* The same, and in *@run (1 to @max) how many logical blocks from @lblk
+ * on map likewise: to the next block each, or holes, all named by the
+ * one indirect block (or i_block) that names @lblk's.  One walk, one
+ * check of each indirect block on the way, serves the run. */
+int fmt_bmap_find_run(const struct fmt_bmap *bm, uint64_t lblk, uint32_t max,
+		      uint64_t *pblk, uint32_t *run);
 
 /*
  * @data for each mapped block of [@first, @end) in order, and @indirect

@@ -24,6 +24,39 @@ bool mfs_page_past_eof(struct mfs_node *n, uint64_t index)
 }
 
 /*
+ * One batch of pages to read or write back: the run of blocks the last
+ * lookup found (fmt_bmap_find_run), so that the pages of one indirect
+ * block cost one walk, not one each.  Every page of the batch is locked
+ * from before its first lookup, and a page's block changes only under
+ * its lock (a write allocates it with the page locked; truncate and
+ * punch wait for the lock to drop the page), so the run stays true for
+ * the batch's pages.
+ */
+struct batch_map {
+	struct mfs_node *n;
+	uint64_t first;              /* the run's first page */
+	uint64_t block;              /* its block, 0: a run of holes */
+	uint32_t len;                /* 0: no run yet */
+};
+
+#define RUN_MAX 1024
+
+static int lookup(struct batch_map *b, uint64_t index, uint64_t *block)
+{
+	int err;
+
+	if (index < b->first || index - b->first >= b->len) {
+		b->len = 0;
+		err = mfs_bmap_lookup_run(b->n, index, RUN_MAX, &b->block, &b->len);
+		if (err)
+			return err;
+		b->first = index;
+	}
+	*block = b->block ? b->block + (index - b->first) : 0;
+	return 0;
+}
+
+/*
  * A read past i_size finds zeros.  Writeback goes by the block map alone:
  * a write that extends the file maps and dirties its pages before it sets
  * the new i_size, and memory pressure may write them back in between;
@@ -33,13 +66,14 @@ bool mfs_page_past_eof(struct mfs_node *n, uint64_t index)
 static int map_page(void *ctx, struct pc_mapping *m, uint64_t index, bool write,
 		    uint64_t *block)
 {
-	struct mfs_node *n = ctx;
+	struct batch_map *b = ctx;
+	struct mfs_node *n = b->n;
 	int err;
 
 	(void)m;
 	if (!write && mfs_page_past_eof(n, index))
 		return PC_BLOCK_HOLE;
-	err = mfs_bmap_lookup(n, index, block);
+	err = lookup(b, index, block);
 	if (err)
 		return err;
 	if (!*block && write && !mfs_page_past_eof(n, index))
@@ -54,8 +88,9 @@ static int data_readpages(void *ctx, struct pc_mapping *m, struct pc_page **page
 			  unsigned int n, const struct pc_rdc *rdc)
 {
 	struct mfs_node *node = ctx;
+	struct batch_map b = { .n = node };
 
-	return pc_block_readpages(node->fs->bd, map_page, ctx, m, pages, n, rdc);
+	return pc_block_readpages(node->fs->bd, map_page, &b, m, pages, n, rdc);
 }
 
 static int data_readpage(void *ctx, struct pc_page *page)
@@ -67,8 +102,9 @@ static int data_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pag
 			   unsigned int n, const struct pc_wbc *wbc)
 {
 	struct mfs_node *node = ctx;
+	struct batch_map b = { .n = node };
 
-	return pc_block_writepages(node->fs->bd, map_page, ctx, m, pages, n, wbc);
+	return pc_block_writepages(node->fs->bd, map_page, &b, m, pages, n, wbc);
 }
 
 /* Its pages never carry private data: no invalidatepage, releasepage. */

@@ -124,16 +124,24 @@ static struct fmt_bmap node_bmap(struct map_ctx *c, const struct fmt_bmap_ops *o
 
 /* ---- lookups ------------------------------------------------------------- */
 
-int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
+int mfs_bmap_lookup_run(struct mfs_node *n, uint64_t lblk, uint32_t max,
+			uint64_t *pblk, uint32_t *run)
 {
 	struct map_ctx c = { .n = n, .func = __func__ };
 	struct fmt_bmap bm = node_bmap(&c, &map_ops);
 	int err;
 
 	pthread_rwlock_rdlock(&n->map_lock);
-	err = fmt_bmap_find(&bm, lblk, pblk);
+	err = fmt_bmap_find_run(&bm, lblk, max, pblk, run);
 	pthread_rwlock_unlock(&n->map_lock);
 	return err;
+}
+
+int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk)
+{
+	uint32_t run;
+
+	return mfs_bmap_lookup_run(n, lblk, 1, pblk, &run);
 }
 
 /* ---- SEEK_DATA and SEEK_HOLE --------------------------------------------- */

@@ -14,6 +14,10 @@ int mfs_map_create(struct mfs_node *n);
  * writing or @n new); mfs_jdata_setup decides which. */
 int mfs_map_set_journalled(struct mfs_node *n, bool journalled);
 int mfs_bmap_lookup(struct mfs_node *n, uint64_t lblk, uint64_t *pblk);
+/* The same, and how many blocks from @lblk on (1 to @max) map likewise
+ * (fmt_bmap_find_run). */
+int mfs_bmap_lookup_run(struct mfs_node *n, uint64_t lblk, uint32_t max,
+			uint64_t *pblk, uint32_t *run);
 /* Page @index lies wholly past i_size: a read finds a hole there. */
 bool mfs_page_past_eof(struct mfs_node *n, uint64_t index);
 /* The first block of [@lblk, @end) that is mapped (@data) or a hole
