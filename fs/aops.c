@@ -46,10 +46,11 @@ static int lookup(struct batch_map *b, uint64_t index, uint64_t *block)
 	int err;
 
 	if (index < b->first || index - b->first >= b->len) {
-		b->len = 0;
 		err = mfs_bmap_lookup_run(b->n, index, RUN_MAX, &b->block, &b->len);
-		if (err)
+		if (err) {
+			b->len = 0;
 			return err;
+		}
 		b->first = index;
 	}
 	*block = b->block ? b->block + (index - b->first) : 0;
