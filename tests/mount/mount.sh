@@ -12,6 +12,9 @@ daemon=
 
 mounted() { grep -q " $mnt fuse" /proc/self/mounts; }
 
+# stat_of KEY: the value of KEY in the mount's statistics file.
+stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
+
 # The daemon is our child: wait for it, and look at /proc in case the
 # machine leaves exited children as zombies.
 daemon_gone() {

@@ -80,9 +80,6 @@ fill_host() {
 	[ "$(df -k --output=avail "$host" | tail -1)" -eq 0 ] || fail "room left on the host"
 }
 
-# stat_of KEY: a counter of the mount's statistics file.
-stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
-
 # finish NAME: the daemon, still alive, unmounted; it exits on its own
 # (1 after an abort), never killed by a signal: its status in
 # $daemon_rc, its log kept in NAME.err.

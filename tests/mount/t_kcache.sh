@@ -24,7 +24,7 @@ expect_status 0 "$MKFS" -q -F "$img" 32M
 f=$mnt/f
 exp=$T_DIR/expected
 
-reads() { sed -n 's/^fs_reads: //p' "$mnt/.miscfs/stats"; }
+reads() { stat_of fs_reads; }
 
 # The reads the kernel sends ahead of a reader may arrive after it is
 # done: wait until the count stays still.
@@ -158,10 +158,9 @@ printf mappedXY | dd of="$exp" bs=1 seek=100 conv=notrunc status=none
 check "a shared mapping"
 
 # ---- security.capability asked for once, not at every write ---------------
-getx() { sed -n 's/^fuse_getxattr_requests: //p' "$mnt/.miscfs/stats"; }
-g0=$(getx)
+g0=$(stat_of fuse_getxattr_requests)
 dd if=/dev/zero of="$f" bs=1 count=200 conv=notrunc status=none || fail "200 writes"
-g1=$(getx)
+g1=$(stat_of fuse_getxattr_requests)
 [ $((g1 - g0)) -le 2 ] || fail "200 writes asked for $((g1 - g0)) xattrs"
 
 # ---- what the daemon changes on its own shows at once ---------------------
@@ -188,7 +187,6 @@ chattr +A "$f" || fail "chattr +A"
 unmount
 
 # ---- the kernel reads ahead in requests of 1 MiB ---------------------------
-freads() { sed -n 's/^fuse_read_requests: //p' "$mnt/.miscfs/stats"; }
 start
 head -c 8M /dev/urandom >"$mnt/ra" || fail "writing 8 MiB"
 unmount
@@ -196,9 +194,9 @@ unmount
 # it); prints the READ requests the daemon got.
 cold_read() {
 	local before
-	before=$(freads)
+	before=$(stat_of fuse_read_requests)
 	cat "$mnt/ra" >/dev/null || fail "reading ra ($1)"
-	echo $(($(freads) - before))
+	echo $(($(stat_of fuse_read_requests) - before))
 }
 start
 [ "$(cat "/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb")" = 1024 ] ||

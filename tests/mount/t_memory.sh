@@ -24,11 +24,11 @@ for mode in journal ordered; do
 	done
 	for p in "${writers[@]}"; do wait "$p" || fail "dd ($mode)"; done
 	peak=$(peak_kib)
-	held=$(sed -n 's/^jnl_copy_bytes_held: //p' "$mnt/.miscfs/stats")
+	held=$(stat_of jnl_copy_bytes_held)
 	# data=journal: the journal's copies, up to a log's worth, come out of
 	# cache_size rather than on top of it.
-	budget=$(sed -n 's/^pc_budget: //p' "$mnt/.miscfs/stats")
-	log=$(($(sed -n 's/^jnl_log_size: //p' "$mnt/.miscfs/stats") * 4096))
+	budget=$(stat_of pc_budget)
+	log=$(($(stat_of jnl_log_size) * 4096))
 	want=$((cache_mib << 20))
 	[ "$mode" = journal ] && want=$((want - (log < want / 2 ? log : want / 2)))
 	[ "$budget" -le "$want" ] ||
@@ -44,12 +44,12 @@ for mode in journal ordered; do
 		for _ in $(seq 40); do
 			sleep 0.25
 			echo x >"$mnt/tick" && sync -f "$mnt/tick" || fail "tick"
-			held=$(sed -n 's/^jnl_copy_bytes_held: //p' "$mnt/.miscfs/stats")
+			held=$(stat_of jnl_copy_bytes_held)
 			[ "$held" -le $((1 << 20)) ] && break
 		done
 		[ "$held" -le $((1 << 20)) ] ||
 			fail "journal copies hold $held bytes 10 s after a sync" \
-			     "($(sed -n "s/^jnl_copy_bytes: //p" "$mnt/.miscfs/stats") in use)"
+			     "($(stat_of jnl_copy_bytes) in use)"
 	fi
 	unmount
 done
@@ -59,7 +59,6 @@ done
 # the cache size plus 64 MiB (each node with its mapping took about
 # 1.2 KiB before: 40,000 were 46 MiB on their own); after drop_caches the
 # kernel forgets them and the stubs go.
-stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
 expect_status 0 "$MKFS" -q -F -N 100000 "$img" 1G
 start -o cache_size=16M
 python3 -c 'import os, sys

@@ -8,8 +8,6 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 
-stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
-
 expect_status 1 "$MKFS" -q -F -o data=all "$img" 64M
 expect_in "$T_ERR" "-o data=all: unknown"
 expect_status 0 "$MKFS" -q -F -o data=journal "$img" 64M

@@ -11,8 +11,6 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/mount.sh"
 : "${FSCK:?FSCK must name fsck.miscfs}"
 
-stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
-
 expect_status 0 "$MKFS" -q -F "$img" 64M
 start -o cache_size=8M,io_uring
 
