@@ -219,6 +219,40 @@ static struct nbd_cmd *cmd_new(struct nbd_dev *d, struct bdev_req *req, char *bu
 	return c;
 }
 
+/* The connection is gone: say so once; from now on every request fails. */
+static void lost(struct nbd_dev *d, const char *why)
+{
+	bool first;
+
+	pthread_mutex_lock(&d->lock);
+	first = !d->dead;
+	d->dead = true;
+	pthread_mutex_unlock(&d->lock);
+	if (first)
+		mlog_err("%s: connection to the NBD server lost (%s): every "
+			 "request fails from now on", d->bd.path, why);
+}
+
+/*
+ * After a call into libnbd from a submitting thread: a send that found
+ * the server gone kills the handle right there (libnbd ends the commands
+ * in flight with ENOTCONN and closes the socket), before the device's
+ * thread polls it.  Mark the device lost, or libnbd's refusals of every
+ * later command (EINVAL: not connected) would reach the callers as the
+ * device refusing them; and wake the thread off the socket it polls.
+ */
+static bool lost_by_call(struct nbd_dev *d)
+{
+	const char *why;
+
+	if (nbd_aio_is_dead(d->h) != 1 && nbd_aio_is_closed(d->h) != 1)
+		return false;
+	why = nbd_get_error();
+	lost(d, why ? why : "the server closed it");
+	kick(d);
+	return true;
+}
+
 /* Send @c, counted in flight (in the newest epoch unless it is a flush);
  * once the connection is gone it ends at once with -EIO. */
 static void issue(struct nbd_dev *d, struct nbd_cmd *c)
@@ -251,7 +285,9 @@ static void issue(struct nbd_dev *d, struct nbd_cmd *c)
 	else
 		cookie = nbd_aio_flush(d->h, cb, 0);
 	/* Refused: ended here, unless the callback ended it already. */
-	if (cookie < 0)
+	if (lost_by_call(d) && cookie < 0)
+		ended(c, -EIO);
+	else if (cookie < 0)
 		ended(c, io_errno(nbd_get_errno()));
 	cmd_put(c);
 }
@@ -451,19 +487,6 @@ static int nbdev_flush(struct bdev *bd)
 }
 
 /* ---- the device's thread ------------------------------------------------ */
-
-static void lost(struct nbd_dev *d, const char *why)
-{
-	bool first;
-
-	pthread_mutex_lock(&d->lock);
-	first = !d->dead;
-	d->dead = true;
-	pthread_mutex_unlock(&d->lock);
-	if (first)
-		mlog_err("%s: connection to the NBD server lost (%s): every "
-			 "request fails from now on", d->bd.path, why);
-}
 
 /* Move libnbd's state machine as the socket allows. */
 static void step(struct nbd_dev *d, short revents)

@@ -12,6 +12,9 @@
  * - the server killed with requests in flight: each ends with -EIO, one
  *   log line names the lost server, later requests fail at once, close
  *   returns;
+ * - the server gone while the device's thread is busy, so that a
+ *   submitting thread finds it first: that request and every later one
+ *   end with -EIO, not libnbd's refusal of a dead handle (EINVAL);
  * - a read-only export is read-only; a URI nobody serves is an error
  *   naming it.
  *
@@ -22,6 +25,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -331,6 +335,57 @@ static void test_server_killed(void)
 	printf("ok: a killed server fails what was in flight and what follows\n");
 }
 
+/* An end_io that keeps the device's thread until told to go on. */
+static atomic_int held;
+
+static void hold_end_io(struct bdev_req *req)
+{
+	atomic_store(&held, 1);
+	while (atomic_load(&held) == 1)
+		usleep(1000);
+	t_batch_end_io(req);
+}
+
+static void test_lost_while_busy(void)
+{
+	struct bdev_req hold, w1, w2, *rp;
+	unsigned char *buf = t_alloc(3 * BS);
+	struct t_batch b;
+	struct bdev *bd;
+
+	serve((const char *const[]){ "memory", "16M", NULL });
+	bd = open_uri();
+	t_log_capture();
+	t_batch_init(&b, 3);
+	bdev_req_init(&hold, BDEV_OP_READ, 0, buf, BS);
+	hold.end_io = hold_end_io;
+	hold.private = &b;
+	rp = &hold;
+	t_ok(bdev_submit(bd, &rp, 1));
+	while (!atomic_load(&held))
+		usleep(1000);
+	unserve();                /* its socket closed; nobody polls ours */
+	bdev_req_init(&w1, BDEV_OP_WRITE, BS, buf + BS, BS);
+	bdev_req_init(&w2, BDEV_OP_WRITE, 2 * BS, buf + 2 * BS, BS);
+	w1.end_io = w2.end_io = t_batch_end_io;
+	w1.private = w2.private = &b;
+	rp = &w1;
+	t_ok(bdev_submit(bd, &rp, 1));  /* its send finds the server gone */
+	rp = &w2;
+	t_ok(bdev_submit(bd, &rp, 1));  /* on a handle libnbd calls dead */
+	atomic_store(&held, 2);
+	t_batch_wait(&b);
+	t_eq(hold.result, 0);
+	t_eq(w1.result, -EIO);
+	t_eq(w2.result, -EIO);
+	t_eq(bdev_write(bd, 0, buf, BS), -EIO);
+	t_eq(t_log_count("connection to the NBD server lost"), 1u);
+	bdev_close(bd);
+	t_log_reset();
+	bdev_free_buf(buf);
+	printf("ok: a server lost while the device's thread is busy\n");
+}
+
 /* ---- refusals ------------------------------------------------------------ */
 
 static void test_read_only(void)
@@ -380,4 +435,5 @@ static int setup(void)
 
 T_MAIN_SETUP(setup(), T_CASE(test_roundtrip), T_CASE(test_threads),
 	     T_CASE(test_flush_waits), T_CASE(test_fua), T_CASE(test_server_killed),
+	     T_CASE(test_lost_while_busy),
 	     T_CASE(test_read_only), T_CASE(test_nobody_serves))
