@@ -243,8 +243,10 @@ daemon_pid() {
 
 # Gone, or a zombie nobody reaped (a detached daemon is not our child).
 pid_gone() {
-	[ ! -d "/proc/$1" ] && return 0
-	[ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]
+	local state
+	# No state read: gone, or reaped between the look and the read.
+	state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -z "$state" ] || [ "$state" = Z ] || [ "$state" = X ]
 }
 
 wait_gone() {

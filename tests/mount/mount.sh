@@ -18,8 +18,10 @@ stat_of() { sed -n "s/^$1: //p" "$mnt/.miscfs/stats"; }
 # The daemon is our child: wait for it, and look at /proc in case the
 # machine leaves exited children as zombies.
 daemon_gone() {
-	[ ! -d "/proc/$daemon" ] && return 0
-	[ "$(sed 's/^.*) //' "/proc/$daemon/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]
+	local state
+	# No state read: gone, or reaped between the look and the read.
+	state=$(sed 's/^.*) //' "/proc/$daemon/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -z "$state" ] || [ "$state" = Z ] || [ "$state" = X ]
 }
 
 stop() {
