@@ -51,14 +51,15 @@ expect_in() {
 	grep -qF -- "$2" "$1" || { cat "$1"; fail "'$2' not in $(basename "$1")"; }
 }
 
-# image_free IMG: wait (10 s at most) until no daemon holds IMG's lock: a
-# FUSE unmount returns before the daemon has written back and let go.
+# image_free IMG: wait (60 s at most: a loaded machine) until no daemon
+# holds IMG's lock: a FUSE unmount returns before the daemon has written
+# back and let go.
 image_free() {
-	for _ in $(seq 200); do
+	for _ in $(seq 1200); do
 		flock -n "$1" true && return 0
 		sleep 0.05
 	done
-	fail "a daemon still holds $1 10 s after the unmount"
+	fail "a daemon still holds $1 60 s after the unmount"
 }
 
 # field KEY: the value of "KEY: value" in $T_OUT.

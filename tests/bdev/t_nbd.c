@@ -298,7 +298,7 @@ static void test_fua(void)
 static void test_server_killed(void)
 {
 	static const char *const args[] = { "--filter=delay", "memory", "16M",
-					    "delay-write=2000ms", NULL };
+					    "delay-write=30", NULL };
 	struct bdev_req reqs[8], *rp[8];
 	unsigned char *buf = t_alloc(8 * BS);
 	struct t_batch b;

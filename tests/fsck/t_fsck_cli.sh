@@ -236,8 +236,15 @@ if command -v script >/dev/null; then
 	st=$(sed -n 's/^status \([0-9]*\).*/\1/p' "$T_OUT")
 	[ -n "$st" ] && (( st & 32 )) || fail "cancelled: status '$st'"
 	# SIGTERM while a question waits.
-	rm -f "$T_DIR/pid"
-	{ sleep 0.5; kill -TERM "$(cat "$T_DIR/pid")"; sleep 1; } |
+	rm -f "$T_DIR/pid" "$T_OUT"
+	{
+		for _ in $(seq 600); do   # until the question is on the terminal
+			[ -s "$T_DIR/pid" ] && grep -aq 'Clear<y>?' "$T_OUT" 2>/dev/null && break
+			sleep 0.05
+		done
+		kill -TERM "$(cat "$T_DIR/pid")"
+		sleep 1
+	} |
 		script -qec "echo \$\$ >$T_DIR/pid; exec $FSCK -f $img" /dev/null >"$T_OUT"
 	expect_in "$T_OUT" "Clear<y>? cancelled"
 	expect_in "$T_OUT" "the check was cancelled"

@@ -35,16 +35,17 @@ stop() {
 }
 trap 'stop; t_cleanup' EXIT
 
-# $mount_wait: the seconds a mount may take (multi-mount protection waits).
+# $mount_wait: the seconds a mount may take (60 by default: a loaded
+# machine and a sanitizer build; multi-mount protection waits more).
 start() {
 	"$MISCFS" "$img" "$mnt" -f "$@" 2>"$T_DIR/daemon.err" &
 	daemon=$!
-	for _ in $(seq $((${mount_wait:-10} * 50))); do
+	for _ in $(seq $((${mount_wait:-60} * 50))); do
 		mounted && return 0
 		daemon_gone && { cat "$T_DIR/daemon.err"; fail "the daemon exited"; }
 		sleep 0.02
 	done
-	fail "not mounted after ${mount_wait:-10} s"
+	fail "not mounted after ${mount_wait:-60} s"
 }
 
 # An unclean stop: the daemon killed with SIGKILL, its mount detached.

@@ -142,11 +142,12 @@ check_state() {
 	fi
 	"$MISCFS" "$st" "$mnt" -f 2>"$dir/daemon.err" &
 	daemon=$!
-	for _ in $(seq 500); do
+	for _ in $(seq 3000); do
 		mounted && break
 		daemon_gone && { cat "$dir/daemon.err"; fail "state $*: not mounted"; }
 		sleep 0.02
 	done
+	mounted || { cat "$dir/daemon.err"; fail "state $*: not mounted after 60 s"; }
 	# The files fsynced by the state's last flush, as they were fsynced.
 	awk -v n="$5" '$1 <= n { print $2 "  " $3 }' "$model/list" >"$dir/want"
 	if [ -s "$dir/want" ]; then

@@ -29,17 +29,22 @@ os.posix_fadvise(os.open(sys.argv[1], os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED
 
 start -o cache_size=4M,host_cache
 # Random reads of single blocks: the reads that go through the host.
-python3 - "$mnt/f" "$T_DIR/v1" <<'EOF' || fail "random reads of the file"
+# Another test's drop_caches may empty the host's cache meanwhile: new
+# blocks are read again, up to three times.
+for seed in 1 2 3; do
+	python3 - "$mnt/f" "$T_DIR/v1" "$seed" <<'EOF' || fail "random reads of the file"
 import os, random, sys
 f, ref = os.open(sys.argv[1], os.O_RDONLY), open(sys.argv[2], "rb").read()
-rng = random.Random(1)
+rng = random.Random(int(sys.argv[3]))
 for _ in range(128):
     off = rng.randrange(len(ref) // 4096) * 4096
     assert os.pread(f, 4096, off) == ref[off:off + 4096], off
 EOF
+	[ "$(cached)" -ge 64 ] && break
+done
 [ "$(ls "$mnt/d" | wc -l)" = 200 ] || fail "the directory"
-before=$(cached)
-[ "$before" -ge 64 ] || fail "the host holds $before pages of the image after reads"
+pages=$(cached)
+[ "$pages" -ge 64 ] || fail "the host holds $pages pages of the image after reads"
 cmp "$T_DIR/v1" "$mnt/f" || fail "the file reads back wrong"
 dd if="$T_DIR/v2" of="$mnt/f" bs=64k conv=notrunc,fsync status=none || fail "overwrite"
 rm "$mnt"/d/a1?? && touch "$mnt/d/b"{1..50} && chmod 600 "$mnt/f" || fail "the changes"

@@ -21,7 +21,7 @@ source "$(dirname "$0")/mount.sh"
 source "$(dirname "$0")/nbd.sh"
 trap 'stop; stop2; unserve; t_cleanup' EXIT
 
-mount_wait=40
+mount_wait=90
 mnt2=$T_DIR/mnt2
 mkdir "$mnt2"
 daemon2=
@@ -128,10 +128,18 @@ start -o commit=60
 blk=$(mmp_field "$uri" "mmp block")
 bs=$("$DEBUGFS" "$uri" super | sed -n 's/^block size: //p')
 dd if="$file" of="$T_DIR/stamp" bs="$bs" skip="$blk" count=1 status=none
-sleep 2.5
+mmp_block() { dd if="$file" bs="$bs" skip="$blk" count=1 status=none; }
+# Until the daemon has stamped again, the saved stamp is its newest.
+for _ in $(seq 600); do
+	cmp -s "$T_DIR/stamp" <(mmp_block) || break
+	sleep 0.1
+done
+cmp -s "$T_DIR/stamp" <(mmp_block) && fail "the daemon stamped nothing in 60 s"
 head -c 100000 /dev/urandom >"$mnt/pending" || fail "writing pending"
-dd if="$T_DIR/stamp" of="$file" bs="$bs" seek="$blk" conv=notrunc,fsync status=none
-for _ in $(seq 100); do
+# Put back again on each pass: a stamp of the daemon's may have read the
+# block before ours landed and written over it.
+for _ in $(seq 300); do
+	dd if="$T_DIR/stamp" of="$file" bs="$bs" seek="$blk" conv=notrunc,fsync status=none
 	grep -q "multi-mount protection: the MMP block was written by" "$T_DIR/daemon.err" &&
 		break
 	sleep 0.1
