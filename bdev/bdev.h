@@ -124,6 +124,9 @@ struct bdev_stats {
 	uint64_t read_bytes, write_bytes;
 	uint64_t submits;                  /* submission calls (batches) */
 	uint64_t retries;                  /* short I/O continuations, EAGAIN */
+	uint64_t host_waited;              /* host_reads: a lone read its caller
+					      waited for, missed by the host's
+					      cache, read on the caller's thread */
 };
 
 struct bdev {
@@ -156,7 +159,8 @@ struct bdev_open_opts {
 	 * longer reads (readahead) and every write stay direct.  A direct
 	 * write drops the host's copy of what it overwrites, and the caller
 	 * never reads a block while writing it.  A read the host holds
-	 * completes at once, on the submitting thread. */
+	 * completes at once, on the submitting thread; so does a lone one
+	 * its caller waits for (bdev_submit_wait), read there. */
 	bool host_reads;
 };
 

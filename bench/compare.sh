@@ -38,6 +38,9 @@
 #   miscfs-nohost   miscfs with -o nohost_cache: every read of the image
 #                   direct, none through the host's page cache (not in
 #                   the default list)
+#   miscfs-kra      miscfs with -o kernel_readahead=0: the kernel's own
+#                   readahead window for the mount (not in the default
+#                   list)
 #   fuse2fs         fuse2fs IMG MNT (e2fsprogs' FUSE driver, no options:
 #                   root needs none); image made by mkfs.ext4
 #   ext4            kernel ext4 on a loop device, -o data=ordered
@@ -128,7 +131,7 @@ if [ "${QUICK:-0}" = 1 ]; then
 	: "${DBENCH_TIME:=5}" "${FIO_TIME:=3}" "${ROUNDS:=1}"
 fi
 ALL_FS="miscfs miscfs-journal fuse2fs ext4 ext4-journal passthrough"
-EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache miscfs-nohost miscfs-wb"
+EXTRA_FS="miscfs-base miscfs-nbd miscfs-uring miscfs-nocache miscfs-nohost miscfs-wb miscfs-kra"
 BASE_WL="seqwrite seqread randread randwrite smallfiles tar finddu rm meta dbench lookup rss"
 SCALE_WL="create10k create100k create1m seq256m seq1g seq4g onedir10k onedir100k onedir1m"
 FS=${FS:-$ALL_FS}
@@ -342,7 +345,7 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache | miscfs-nohost | miscfs-wb)
+	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache | miscfs-nohost | miscfs-wb | miscfs-kra)
 		# shellcheck disable=SC2086
 		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" ${MKFS_OPTS:-} "$img" "$size" ;;
 	*)
@@ -438,6 +441,7 @@ fs_mount() {
 	miscfs-uring) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),io_uring" ;;
 	miscfs-nohost) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),nohost_cache" ;;
 	miscfs-wb) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),writeback_cache" ;;
+	miscfs-kra) "$build/daemon/miscfs" "$img" "$mnt" -o "$(cache_opt),kernel_readahead=0" ;;
 	miscfs-nocache)
 		"$build/daemon/miscfs" "$img" "$mnt" -o \
 			"$(cache_opt),entry_timeout=1,attr_timeout=1,negative_timeout=1,nokeep_cache" ;;
@@ -932,7 +936,8 @@ pairs = [(a, b) for a, b in [("miscfs", "fuse2fs"), ("miscfs", "ext4"),
          ("miscfs", "passthrough"), ("miscfs-journal", "miscfs"),
          ("miscfs", "miscfs-base"), ("miscfs-nbd", "miscfs"),
          ("miscfs-uring", "miscfs"), ("miscfs", "miscfs-nocache"),
-         ("miscfs", "miscfs-nohost"), ("miscfs-wb", "miscfs")]
+         ("miscfs", "miscfs-nohost"), ("miscfs-wb", "miscfs"),
+         ("miscfs", "miscfs-kra")]
          if a in fs_list and b in fs_list and a not in skipped and b not in skipped]
 head = ["workload", "unit"] + fs_list + ["%s/%s" % p for p in pairs]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
