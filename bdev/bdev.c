@@ -136,9 +136,9 @@ int bdev_req_fd(const struct bdev *bd, const struct bdev_req *req)
  * through the device's queue.  Nor does one its caller waits for alone
  * (@block): a plain read on the caller's thread sleeps once in the host,
  * where the queue's buffered read comes back through a completion and a
- * wake-up of that thread (measured: a quarter more random reads a
- * second).  A batch of several waits for them in parallel, through the
- * queue.  A read that fails here is left to the queue, which reports it.
+ * wake-up of that thread (docs/PERFORMANCE.md has the figures).  A batch
+ * of several still goes through the queue, so that its reads overlap.  A
+ * read that fails here is left to the queue, which reports it.
  */
 static bool read_host(struct bdev *bd, struct bdev_req *req, bool block)
 {
