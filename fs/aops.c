@@ -34,6 +34,7 @@ bool mfs_page_past_eof(struct mfs_node *n, uint64_t index)
  */
 struct batch_map {
 	struct mfs_node *n;
+	uint64_t end;                /* past the batch's last page */
 	uint64_t first;              /* the run's first page */
 	uint64_t block;              /* its block, 0: a run of holes */
 	uint32_t len;                /* 0: no run yet */
@@ -41,12 +42,25 @@ struct batch_map {
 
 #define RUN_MAX 1024
 
+/* A run never reaches past the batch: a lone random read looks at its
+ * own pointer only, not at the rest of its indirect block. */
+static struct batch_map batch_of(struct mfs_node *n, struct pc_page **pages,
+				 unsigned int count)
+{
+	struct batch_map b = { .n = n };
+
+	for (unsigned int i = 0; i < count; i++)
+		b.end = UT_MAX(b.end, pc_page_index(pages[i]) + 1);
+	return b;
+}
+
 static int lookup(struct batch_map *b, uint64_t index, uint64_t *block)
 {
+	uint32_t max = (uint32_t)UT_MIN((uint64_t)RUN_MAX, b->end - index);
 	int err;
 
 	if (index < b->first || index - b->first >= b->len) {
-		err = mfs_bmap_lookup_run(b->n, index, RUN_MAX, &b->block, &b->len);
+		err = mfs_bmap_lookup_run(b->n, index, max, &b->block, &b->len);
 		if (err) {
 			b->len = 0;
 			return err;
@@ -89,7 +103,7 @@ static int data_readpages(void *ctx, struct pc_mapping *m, struct pc_page **page
 			  unsigned int n, const struct pc_rdc *rdc)
 {
 	struct mfs_node *node = ctx;
-	struct batch_map b = { .n = node };
+	struct batch_map b = batch_of(node, pages, n);
 
 	return pc_block_readpages(node->fs->bd, map_page, &b, m, pages, n, rdc);
 }
@@ -103,7 +117,7 @@ static int data_writepages(void *ctx, struct pc_mapping *m, struct pc_page **pag
 			   unsigned int n, const struct pc_wbc *wbc)
 {
 	struct mfs_node *node = ctx;
-	struct batch_map b = { .n = node };
+	struct batch_map b = batch_of(node, pages, n);
 
 	return pc_block_writepages(node->fs->bd, map_page, &b, m, pages, n, wbc);
 }
