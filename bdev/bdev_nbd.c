@@ -234,12 +234,13 @@ static void lost(struct nbd_dev *d, const char *why)
 }
 
 /*
- * After a call into libnbd from a submitting thread: a send that found
- * the server gone kills the handle right there (libnbd ends the commands
- * in flight with ENOTCONN and closes the socket), before the device's
- * thread polls it.  Mark the device lost, or libnbd's refusals of every
- * later command (EINVAL: not connected) would reach the callers as the
- * device refusing them; and wake the thread off the socket it polls.
+ * After libnbd refused a command of a submitting thread: a send that
+ * found the server gone kills the handle right there (libnbd ends the
+ * commands in flight with ENOTCONN and closes the socket), maybe before
+ * the device's thread polls it, and every later command is refused with
+ * EINVAL (not connected).  Such a refusal is the lost connection, not
+ * the device refusing the command: mark the device lost, and wake the
+ * thread off the socket it polls.
  */
 static bool lost_by_call(struct nbd_dev *d)
 {
@@ -285,10 +286,11 @@ static void issue(struct nbd_dev *d, struct nbd_cmd *c)
 	else
 		cookie = nbd_aio_flush(d->h, cb, 0);
 	/* Refused: ended here, unless the callback ended it already. */
-	if (lost_by_call(d) && cookie < 0)
-		ended(c, -EIO);
-	else if (cookie < 0)
-		ended(c, io_errno(nbd_get_errno()));
+	if (cookie < 0) {
+		int e = nbd_get_errno();
+
+		ended(c, lost_by_call(d) ? -EIO : io_errno(e));
+	}
 	cmd_put(c);
 }
 
