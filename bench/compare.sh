@@ -345,7 +345,7 @@ fs_make() {
 	img=$(img_of "$fs")
 	rm -f "$img"
 	case $fs in
-	miscfs | miscfs-journal | miscfs-base | miscfs-nbd | miscfs-uring | miscfs-nocache | miscfs-nohost | miscfs-wb | miscfs-kra)
+	miscfs | miscfs-*)
 		# shellcheck disable=SC2086
 		"$(build_of "$fs")/tools/mkfs.miscfs" -F -q -N "$inodes" ${MKFS_OPTS:-} "$img" "$size" ;;
 	*)
